@@ -1,0 +1,55 @@
+#include "core/accountants/accountant.h"
+
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+
+namespace dpledger::core {
+
+std::string_view GuaranteeName(Guarantee g) {
+  switch (g) {
+    case Guarantee::kCertified: return "certified";
+    case Guarantee::kStatistical: return "statistical";
+    case Guarantee::kEstimate: return "estimate";
+  }
+  return "unknown";
+}
+
+absl::Status Accountant::Compose(const Mechanism& mechanism, int64_t count) {
+  if (count < 1 || count > kMaxEventCount) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("count must be in [1, %d], got %d", kMaxEventCount, count));
+  }
+  if (num_steps_ > kMaxEventCount * 1024 - count) {
+    return absl::InvalidArgumentError("ledger too long: total count would overflow");
+  }
+  if (absl::Status s = CheckSupported(mechanism); !s.ok()) return s;
+  if (!events_.empty() && events_.back().mechanism == mechanism) {
+    events_.back().count += count;
+  } else {
+    events_.push_back({mechanism, count});
+  }
+  num_steps_ += count;
+  OnLedgerChanged();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EpsilonBound> Accountant::EpsilonForDelta(double delta) const {
+  if (!std::isfinite(delta) || delta < kMinQueryDelta || delta >= 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("delta must be in [%g, 1), got %g", kMinQueryDelta, delta));
+  }
+  if (events_.empty()) return EpsilonBound{0, 0, 0, Guarantee::kCertified, 0};
+  return ComputeEpsilon(delta);
+}
+
+absl::StatusOr<DeltaBound> Accountant::DeltaForEpsilon(double epsilon) const {
+  if (!std::isfinite(epsilon) || epsilon < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("epsilon must be a finite number >= 0, got %g", epsilon));
+  }
+  if (events_.empty()) return DeltaBound{0, 0, 0, Guarantee::kCertified, 0};
+  return ComputeDelta(epsilon);
+}
+
+}  // namespace dpledger::core

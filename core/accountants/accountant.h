@@ -1,0 +1,85 @@
+// The accountant interface: compose mechanisms into a ledger, then ask
+// delta(epsilon) or epsilon(delta). Every answer is an interval plus what kind of
+// guarantee it carries; only certified (or EVR-verified) upper bounds may be
+// charged against a budget.
+//
+// Thread safety: an Accountant is not thread-safe; callers serialise access
+// (the server holds one per job under the job's lock). Queries may fill caches.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/mechanisms/mechanism.h"
+
+namespace dpledger::core {
+
+enum class Guarantee {
+  kCertified,    // a proven bound: the truth lies in [lower, upper]
+  kStatistical,  // holds except with probability failure_probability (EVR)
+  kEstimate,     // a point estimate with no guarantee (MC, SPA/Edgeworth estimates)
+};
+std::string_view GuaranteeName(Guarantee g);  // "certified", "statistical", "estimate"
+
+struct EpsilonBound {
+  double lower = 0, estimate = 0, upper = 0;  // nats; budgets are charged with `upper`
+  Guarantee guarantee = Guarantee::kEstimate;
+  double failure_probability = 0;             // when kStatistical
+};
+
+struct DeltaBound {
+  double lower = 0, estimate = 0, upper = 0;
+  Guarantee guarantee = Guarantee::kEstimate;
+  double failure_probability = 0;
+};
+
+// Smallest delta any query accepts: far below every practical target, far above
+// the double-precision floor so log-space code keeps its digits.
+inline constexpr double kMinQueryDelta = 1e-300;
+
+class Accountant {
+ public:
+  virtual ~Accountant() = default;
+
+  virtual std::string_view Name() const = 0;  // "analytic", "rdp", "pld", ...
+
+  // Appends `count` applications of `mechanism` to the ledger. UNIMPLEMENTED when
+  // this accountant cannot handle the mechanism; the ledger is then unchanged.
+  absl::Status Compose(const Mechanism& mechanism, int64_t count);
+  absl::Status Compose(const MechanismEvent& event) {
+    return Compose(event.mechanism, event.count);
+  }
+
+  // delta in (0, 1): epsilon such that the ledger is (epsilon, delta)-DP.
+  // Input errors are INVALID_ARGUMENT naming `delta`/`epsilon`.
+  absl::StatusOr<EpsilonBound> EpsilonForDelta(double delta) const;
+  // epsilon >= 0: the smallest delta with (epsilon, delta)-DP.
+  absl::StatusOr<DeltaBound> DeltaForEpsilon(double epsilon) const;
+
+  // A copy with the same ledger (used to test admission of a step before charging).
+  virtual std::unique_ptr<Accountant> Clone() const = 0;
+
+  // The ledger: consecutive events with the same mechanism are merged.
+  std::span<const MechanismEvent> events() const { return events_; }
+  int64_t num_steps() const { return num_steps_; }
+
+ protected:
+  // OK when this accountant handles `mechanism`, else UNIMPLEMENTED with why.
+  virtual absl::Status CheckSupported(const Mechanism& mechanism) const = 0;
+  // Called after events() changed; drop caches here.
+  virtual void OnLedgerChanged() {}
+  // Called only with a non-empty ledger and validated arguments.
+  virtual absl::StatusOr<EpsilonBound> ComputeEpsilon(double delta) const = 0;
+  virtual absl::StatusOr<DeltaBound> ComputeDelta(double epsilon) const = 0;
+
+ private:
+  std::vector<MechanismEvent> events_;
+  int64_t num_steps_ = 0;
+};
+
+}  // namespace dpledger::core

@@ -1,0 +1,40 @@
+// Numerical tilted moments for PLRVs given as atoms plus a density part, shared by
+// the mechanism implementations (spa.md 6: central moments in two passes, never
+// from raw moments, so small spreads keep their digits).
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "core/plrv/plrv.h"
+
+namespace dpledger::core {
+
+// A point of the base law: loss value and log of its base weight.
+struct LossAtom {
+  double loss;
+  double log_weight;
+};
+
+// Continuous part: over x in [x_lo, x_hi], loss(x) with log base density
+// log_density(x) (w.r.t. dx). The tilt multiplies weights by e^{t * loss}.
+struct LossDensity {
+  double x_lo = 0, x_hi = 0;
+  std::function<double(double)> loss;
+  std::function<double(double)> log_density;
+};
+
+// K(t) = log(sum atoms e^{lw + t l} + int e^{ld(x) + t l(x)} dx) and the tilted
+// central moments. The integral uses adaptive Gauss-Kronrod on the normalised
+// integrand.
+TiltedMoments TiltedFromParts(double t, const std::vector<LossAtom>& atoms,
+                              const LossDensity* density);
+
+// The same for a Gaussian-type loss on u ~ N(0,1) (spa.md 6.3): the tilted law is
+// proportional to exp(log_weight(u) + t * loss(u)) phi(u) (log_weight includes any
+// change of measure); trapezoid rule on [u_lo, u_hi] with step h, in log space.
+TiltedMoments TiltedTrapezoid(double t, double u_lo, double u_hi, double h,
+                              const std::function<double(double)>& loss,
+                              const std::function<double(double)>& log_weight);
+
+}  // namespace dpledger::core

@@ -1,0 +1,33 @@
+// Creates any accountant by name. This is the one place that knows them all.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "core/accountants/accountant.h"
+#include "core/accountants/edgeworth_accountant.h"
+#include "core/accountants/pld_accountant.h"
+#include "core/accountants/rdp_accountant.h"
+#include "core/accountants/spa_accountant.h"
+#include "core/mc/mc_accountant.h"
+
+namespace dpledger::core {
+
+struct AccountantOptions {
+  PldOptions pld;
+  RdpOptions rdp;
+  McAccountantOptions mc;
+  SpaOptions spa;
+  EdgeworthOptions edgeworth;
+};
+
+// "analytic", "rdp", "pld", "mc", "spa", "edgeworth".
+std::span<const std::string_view> AccountantNames();
+
+// INVALID_ARGUMENT naming `accountant` for an unknown name.
+absl::StatusOr<std::unique_ptr<Accountant>> CreateAccountant(
+    std::string_view name, const AccountantOptions& options = {});
+
+}  // namespace dpledger::core

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every Debian package dpledger needs to build, run and test.
+# Idempotent: when everything is present it only runs dpkg-query and exits.
+# The CUDA toolkit is optional and never installed here; CMake uses it when it finds nvcc.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config git ca-certificates curl
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libspdlog-dev libfmt-dev
+  libboost-dev libboost-math-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  prometheus-cpp-dev libcivetweb-dev zlib1g-dev
+  libsqlite3-dev sqlite3 libfftw3-dev nlohmann-json3-dev
+  libssl-dev python3
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
