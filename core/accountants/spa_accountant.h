@@ -1,14 +1,42 @@
-// Saddle-point accountant. STUB: being written.
+// Saddle-point accountant (SPA; Alghamdi et al., arXiv:2208.09595; spec spa.md).
+//
+// For each neighbouring direction (remove, and add when some mechanism is
+// asymmetric; spa.md 1.4, 10 item 11) the ledger's composed CGF
+// K_tot(t) = sum_j n_j K_j(t) over its distinct mechanisms is evaluated at the
+// saddle point, so a query costs the same for 1e2 or 1e12 steps (spa.md 7).
+// Answers report the worse direction (max of each of lower / estimate / upper).
+//
+// What each number is:
+//  - lower, upper: CERTIFIED bounds (Guarantee::kCertified): the Berry-Esseen
+//    interval around SP-CLT (spa.md 5.1-5.2), capped by the moments-accountant
+//    bound (43) and delta <= 1 - e^{eps - ess sup}, with floating-point margins;
+//    for epsilon, the inversion of spa.md 5.4. Budgets are charged with `upper`.
+//  - estimate: SP-CLT by default (SpaOptions::estimator), no guarantee; clamped
+//    into [lower, upper] since the truth lies there.
+// The certification rests on the cumulant quadrature of Plrv::Tilted being as
+// accurate as measured (spa_cgf_test.cc; margins eta = 1e-8 on delta, eta_P = 1e-6
+// on P_t). Tilts beyond kSpaMaxTilt = 1e4 are not evaluated: there only the
+// moments-accountant bound at the capped tilt is used (still certified).
+//
+// Supported: Gaussian, Laplace, their Poisson-subsampled versions, randomized
+// response, pure DP. Approximate DP with delta > 0 has an infinite CGF:
+// UNIMPLEMENTED (spa.md 10 item 4).
+//
+// Thread safety: as for every Accountant (queries fill a cumulant cache).
 #pragma once
 
 #include <memory>
 
 #include "absl/status/statusor.h"
 #include "core/accountants/accountant.h"
+#include "core/accountants/spa_delta.h"
 
 namespace dpledger::core {
 
 struct SpaOptions {
+  // Which approximation is reported as `estimate` (spa.md 4.5). The bounds do not
+  // depend on it.
+  SpaEstimator estimator = SpaEstimator::kClt;
 };
 
 absl::StatusOr<std::unique_ptr<Accountant>> CreateSpaAccountant(const SpaOptions& options = {});

@@ -1,12 +1,28 @@
 // Streaming Monte Carlo estimate of delta(epsilon) for a ledger (mc-evr.md 3.1,
 // 3.2-A, 3.3): draws `num_samples` fresh paths without storing them. Used by the
 // EVR verifier (core/evr), which needs up to ~1e10 paths and must never reuse
-// the estimator's samples. Being implemented (issue 3); this header is the
-// agreed contract between core/mc and core/evr.
+// the estimator's samples. This header is the agreed contract between core/mc
+// and core/evr.
+//
+// Semantics:
+// * SMC (spec 3.1) samples the PRV of `direction` directly: remove draws o ~ P
+//   and y(o); add draws o ~ Q and -y(o) (spec 4.7.1 (i)). Any mechanism.
+//   Pure-Gaussian events are drawn as one merged normal (spec 2.4).
+// * IS (spec 3.2, exponential tilt A, one uniformly chosen tilted coordinate):
+//   remove direction, Gaussian and subsampled Gaussian steps only (else
+//   UNIMPLEMENTED); thetas[i] applies to every step of events[i].
+// * Reproducible: path j uses Philox4x32-10 counters (seed, j, step, ...) only
+//   (mc_sample_math.h), and sums are reduced in a fixed chunk order, so the
+//   result is bit-identical for any num_threads; the CUDA backend draws the same
+//   random bits (its doubles may differ from the CPU's in the last ulps of libm).
+// * Sums are Neumaier-compensated doubles; counts are 64-bit.
+// * INVALID_ARGUMENT for an empty ledger, num_samples < 2, a negative or
+//   non-finite epsilon, thetas of the wrong size, or a non-finite theta.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -14,6 +30,13 @@
 #include "core/plrv/plrv.h"
 
 namespace dpledger::core {
+
+// Where the samples are drawn. kAuto: CUDA when the build has it and
+// cudaGetDeviceCount() finds a device, else the CPU (all cores).
+enum class McBackend { kAuto, kCpu, kCuda };
+std::string_view McBackendName(McBackend backend);  // "auto", "cpu", "cuda"
+// True when this build has the CUDA backend and a device is present.
+bool CudaDeviceAvailable();
 
 enum class McEstimator {
   kSmc,                 // simple Monte Carlo, any mechanism with a sampler
@@ -31,6 +54,7 @@ struct McEstimateRequest {
   uint64_t seed = 0;
   int64_t num_samples = 0;
   int num_threads = 0;  // 0: all cores (CPU backend)
+  McBackend backend = McBackend::kAuto;
 };
 
 struct McEstimateResult {
@@ -45,5 +69,9 @@ struct McEstimateResult {
 };
 
 absl::StatusOr<McEstimateResult> EstimateDeltaStreaming(const McEstimateRequest& request);
+
+// Fills delta_hat, second_moment, std_error and ess from the sums (spec 3.3).
+void FinishEstimate(double sum_x, double sum_x2, int64_t num_positive, int64_t num_samples,
+                    McEstimateResult* result);
 
 }  // namespace dpledger::core

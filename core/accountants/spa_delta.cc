@@ -1,0 +1,139 @@
+#include "core/accountants/spa_delta.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+#include "core/accountants/spa_ma_bound.h"
+#include "core/accountants/spa_mills.h"
+#include "core/accountants/spa_tilt_solver.h"
+#include "core/util/log_math.h"
+
+namespace dpledger::core {
+namespace {
+
+constexpr double kLog2Pi = 1.8378770664093453;
+
+// The certified caps that do not need the saddle point: (43) and
+// delta <= E[(1 - e^{eps - L})^+] <= 1 - e^{eps - ess sup}.
+struct Caps {
+  double log_cap = 0;  // log of the smallest cap (<= 0)
+  double k_abs_error = 0;
+  double log_ma_ref = kInf;
+};
+
+absl::StatusOr<Caps> UpperCaps(const SpaLedgerCgf& cgf, double epsilon, bool with_ma_ref,
+                               double t_start) {
+  Caps caps;
+  if (std::isfinite(cgf.ess_sup_upper())) {
+    caps.log_cap = Log1mExp(epsilon - cgf.ess_sup_upper());
+  }
+  if (with_ma_ref) {
+    absl::StatusOr<MaBoundValue> ma = LogDeltaMaRef(cgf, epsilon, t_start);
+    if (!ma.ok()) return ma.status();
+    caps.log_ma_ref = ma->value;
+    caps.k_abs_error = ma->k_abs_error;
+    caps.log_cap = std::min(caps.log_cap, ma->value);
+  }
+  return caps;
+}
+
+}  // namespace
+
+double SpaDeltaPoint::LogEstimate(SpaEstimator estimator) const {
+  if (zero) return -kInf;
+  if (!has_saddle) return log_upper;
+  switch (estimator) {
+    case SpaEstimator::kClt: return log_clt;
+    case SpaEstimator::kMsd0: return log_msd0;
+    case SpaEstimator::kMsd1:
+      // The factor tends to 11/12 as t0 -> 0 (spa.md 4.2) but the higher-order
+      // terms can blow up at large tilts; a non-positive factor is no estimate.
+      return msd1_factor > 0 ? log_msd0 + std::log(msd1_factor) : log_clt;
+  }
+  return log_clt;
+}
+
+absl::StatusOr<SpaDeltaPoint> EvaluateSpaDelta(const SpaLedgerCgf& cgf, double epsilon,
+                                               const SpaDeltaOptions& options) {
+  SpaDeltaPoint p;
+  p.epsilon = epsilon;
+  p.log_ma_ref = kInf;
+  // spa.md 3.2: no saddle point and delta = 0 exactly at or past the ess sup.
+  if (epsilon >= cgf.ess_sup_upper()) {
+    p.zero = true;
+    p.log_lower = p.log_upper = p.log_clt = p.log_msd0 = -kInf;
+    return p;
+  }
+  // spa.md 3.1: K'(t0) = eps + 1/t0 + 1/(1 + t0).
+  auto saddle = [epsilon](const SpaCumulants& c) {
+    const double t = c.t, u = 1 + t;
+    return TiltEquationValue{c.k1 - epsilon - 1 / t - 1 / u, c.k2 + 1 / (t * t) + 1 / (u * u)};
+  };
+  absl::StatusOr<std::optional<double>> t0 = SolveTiltEquation(cgf, saddle, options.t_start);
+  if (!t0.ok()) return t0.status();
+
+  if (!t0->has_value()) {
+    // Far tail: the capped tilt still gives the moments-accountant bound.
+    absl::StatusOr<Caps> caps = UpperCaps(cgf, epsilon, /*with_ma_ref=*/true, kSpaMaxTilt);
+    if (!caps.ok()) return caps.status();
+    p.t0 = kSpaMaxTilt;
+    p.log_ma_ref = caps->log_ma_ref;
+    p.eta = kSpaEta + caps->k_abs_error;
+    p.log_upper = std::min(caps->log_cap + std::log1p(p.eta), 0.0);
+    p.log_lower = -kInf;
+    p.log_clt = p.log_msd0 = p.log_upper;
+    p.msd1_factor = 1;
+    return p;
+  }
+
+  p.has_saddle = true;
+  p.t0 = **t0;
+  absl::StatusOr<SpaCumulants> at = cgf.At(p.t0);
+  if (!at.ok()) return at.status();
+  const SpaCumulants& c = *at;
+  p.at_t0 = c;
+  const double t = p.t0, u = 1 + t;
+  if (!(c.k2 > 0)) {
+    return absl::InternalError(absl::StrFormat("tilted variance K'' = %g at t0 = %g", c.k2, t));
+  }
+  const double base = c.k - epsilon * t;  // log of exp(K(t0) - t0 eps)
+
+  // SP-CLT (spa.md 4.3, Appendix B).
+  const double s = std::sqrt(c.k2);
+  const double gamma = (c.k1 - epsilon) / s;
+  p.log_clt = base + LogGaussianThetaMean(t, s, gamma);
+
+  // err_SP (spa.md 5.1): exp(K - t eps) theta_max(t) 1.12 P_t / K''^{3/2}.
+  p.log_err = base + LogThetaMax(t) + std::log(kSpaBerryEsseenFactor * c.abs3) -
+              1.5 * std::log(c.k2);
+
+  // SP-MSD0 and SP-MSD1 (spa.md 4.1-4.2).
+  const double phi2 = c.k2 + 1 / (t * t) + 1 / (u * u);
+  const double phi3 = c.k3 - 2 / (t * t * t) - 2 / (u * u * u);
+  const double phi4 = c.k4 + 6 / (t * t * t * t) + 6 / (u * u * u * u);
+  p.log_msd0 = base - std::log(t) - std::log1p(t) - 0.5 * (kLog2Pi + std::log(phi2));
+  p.msd1_factor = 1 + phi4 / (8 * phi2 * phi2) - 5 * phi3 * phi3 / (24 * phi2 * phi2 * phi2);
+
+  // Certified interval (spa.md 5.2). eta also covers the modelled error of K_tot.
+  absl::StatusOr<Caps> caps = UpperCaps(cgf, epsilon, options.with_ma_ref, t);
+  if (!caps.ok()) return caps.status();
+  p.log_ma_ref = caps->log_ma_ref;
+  p.eta = kSpaEta + std::max(c.k_abs_error, caps->k_abs_error);
+  const double log_err_margin = p.log_err + std::log1p(kSpaEtaP);
+  const double log_clt_plus = LogAddExp(p.log_clt, log_err_margin);
+  // delta <= 1 exactly, so the margin never lifts the bound above 1.
+  p.log_upper = std::min(std::min(log_clt_plus, caps->log_cap) + std::log1p(p.eta), 0.0);
+  p.log_lower = log_err_margin < p.log_clt
+                    ? LogSubExp(p.log_clt, log_err_margin) + std::log1p(-p.eta)
+                    : -kInf;
+  for (double v : {p.log_clt, p.log_err, p.log_msd0, p.msd1_factor, p.log_upper}) {
+    if (std::isnan(v) || v == kInf) {
+      return absl::InternalError(
+          absl::StrFormat("SPA evaluation at eps = %g is not finite (t0 = %g)", epsilon, t));
+    }
+  }
+  return p;
+}
+
+}  // namespace dpledger::core

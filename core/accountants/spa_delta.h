@@ -1,0 +1,62 @@
+// delta(eps) by the saddle-point accountant for the composed ledger of ONE
+// neighbouring direction (spa.md 3-5): the saddle point t0, the estimates SP-CLT,
+// SP-MSD0 and SP-MSD1 at t0, the Berry-Esseen error bound err_SP (Theorem 5) and
+// the certified interval of spa.md 5.2, capped by the moments-accountant bound (43)
+// and by the elementary bound delta <= 1 - e^{eps - ess sup}.
+//
+// Which numbers are certified: log_lower and log_upper (floating-point margins
+// eta and eta_P included). The estimates carry no guarantee.
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "core/accountants/spa_ledger_cgf.h"
+
+namespace dpledger::core {
+
+enum class SpaEstimator {
+  kClt,   // SP-CLT (spa.md 4.3): exact for Gaussian PLRVs; the default (spa.md 4.5)
+  kMsd0,  // SP-MSD0 (spa.md 4.1)
+  kMsd1,  // SP-MSD0 with the O(1/n) Daniels correction (spa.md 4.2)
+};
+
+// Berry-Esseen constant per interval, 2 * 0.56 (Shevtsova 2010; spa.md 5.1, 10 item 8).
+inline constexpr double kSpaBerryEsseenFactor = 1.12;
+// Floating-point margins of spa.md 5.2: eta on delta, eta_P on P_t. eta is raised
+// by the modelled error of K_tot (SpaCumulants::k_abs_error) for very long ledgers.
+inline constexpr double kSpaEta = 1e-8;
+inline constexpr double kSpaEtaP = 1e-6;
+
+struct SpaDeltaPoint {
+  double epsilon = 0;
+  // eps >= ess sup of the composed loss: delta = 0 exactly, nothing else is set.
+  bool zero = false;
+  // false when the saddle point lies beyond kSpaMaxTilt (eps far in the tail):
+  // then only the upper bound ((43), still valid at the capped tilt, and the
+  // ess-sup bound) is available; lower = 0 and every estimate is set to the upper.
+  bool has_saddle = false;
+  double t0 = 0;
+  SpaCumulants at_t0;               // K_tot and derivatives at t0
+  double log_clt = 0;               // SP-CLT
+  double log_err = 0;               // err_SP (without eta_P)
+  double log_msd0 = 0;              // SP-MSD0
+  double msd1_factor = 0;           // SP-MSD1 = SP-MSD0 * msd1_factor (may be <= 0)
+  double log_ma_ref = 0;            // (43) at its minimiser; +inf when not computed
+  double eta = kSpaEta;             // margin applied to the bounds
+  double log_lower = 0, log_upper = 0;  // certified
+  // log of the chosen estimate; SP-CLT when SP-MSD1's factor is not positive.
+  double LogEstimate(SpaEstimator estimator) const;
+};
+
+struct SpaDeltaOptions {
+  // Warm start for the saddle solver (e.g. the previous t0 when scanning eps).
+  double t_start = 0;
+  // Also minimise (43) and cap the upper bound by it (one more tilt solve).
+  bool with_ma_ref = true;
+};
+
+// Requires a non-empty ledger; eps may be any finite number. Errors: those of
+// SpaLedgerCgf::At, INTERNAL when a result is not finite.
+absl::StatusOr<SpaDeltaPoint> EvaluateSpaDelta(const SpaLedgerCgf& cgf, double epsilon,
+                                               const SpaDeltaOptions& options = {});
+
+}  // namespace dpledger::core

@@ -1,0 +1,33 @@
+// Bracketed, safeguarded Newton for the tilt equations of the saddle-point
+// accountant (spa.md 3.3): the saddle point, and the minimisers of the
+// moments-accountant bounds (spa.md 2.4). Each equation is g(t) = 0 with g strictly
+// increasing on (0, inf) and g(0+) < 0.
+#pragma once
+
+#include <functional>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "core/accountants/spa_ledger_cgf.h"
+
+namespace dpledger::core {
+
+// Largest tilt (Renyi order - 1) the accountant evaluates. spa.md 10 item 6: the
+// subsampled-Gaussian quadrature range grows like (t+1)/sigma; cap t at 1e4.
+inline constexpr double kSpaMaxTilt = 1e4;
+
+struct TiltEquationValue {
+  double value;  // g(t)
+  double slope;  // g'(t) > 0
+};
+using TiltEquation = std::function<TiltEquationValue(const SpaCumulants& c)>;
+
+// The root t of g in (0, kSpaMaxTilt], to |Newton step| <= 1e-13 t; std::nullopt
+// when g(kSpaMaxTilt) <= 0 (no root below the cap). `t_start` (> 0) warm-starts
+// the search, e.g. from the previous root when scanning epsilon. Errors from
+// SpaLedgerCgf::At pass through.
+absl::StatusOr<std::optional<double>> SolveTiltEquation(const SpaLedgerCgf& cgf,
+                                                        const TiltEquation& g,
+                                                        double t_start = 0);
+
+}  // namespace dpledger::core

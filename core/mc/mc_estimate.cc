@@ -1,0 +1,205 @@
+#include "core/mc/mc_estimate.h"
+
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "core/mc/mc_cuda.h"
+#include "core/mc/mc_parallel.h"
+#include "core/mc/mc_step.h"
+#include "core/mc/mc_stream_math.h"
+
+namespace dpledger::core {
+namespace {
+
+using mc::StreamEvent;
+
+// Chunks per CPU batch: partial sums of one batch are kept, then added in order.
+constexpr int64_t kBatchChunks = 1 << 14;
+
+struct ChunkSums {
+  double sum_x = 0, sum_x2 = 0;
+  int64_t num_positive = 0;
+};
+
+absl::StatusOr<std::vector<StreamEvent>> BuildEvents(const McEstimateRequest& r,
+                                                     int64_t* total_steps) {
+  std::vector<StreamEvent> out;
+  int64_t steps = 0;
+  const bool is = r.estimator == McEstimator::kImportanceSampling;
+  for (size_t i = 0; i < r.events.size(); ++i) {
+    const MechanismEvent& ev = r.events[i];
+    if (ev.count < 1 || ev.count > kMaxEventCount) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("events[%d].count must be in [1, 2^40], got %d", i, ev.count));
+    }
+    StreamEvent se;
+    if (is) {
+      const double theta =
+          r.thetas.empty()
+              ? mc::ThetaMm(ev.mechanism.normalized_noise(), ev.mechanism.sampling_rate(),
+                            r.epsilon)
+              : r.thetas[i];
+      auto step = mc::MakeTiltedMcStep(ev.mechanism, theta);
+      if (!step.ok()) {
+        if (step.status().code() == absl::StatusCode::kInvalidArgument &&
+            std::isfinite(theta)) {
+          return absl::UnimplementedError(std::string(step.status().message()));
+        }
+        return step.status();
+      }
+      se.step = *step;
+    } else {
+      se.step = mc::MakeMcStep(ev.mechanism, r.direction);
+    }
+    se.count = ev.count;
+    se.first_step = steps;
+    steps += ev.count;
+    out.push_back(se);
+  }
+  *total_steps = steps;
+  return out;
+}
+
+absl::Status Validate(const McEstimateRequest& r) {
+  if (r.events.empty()) return absl::InvalidArgumentError("events must not be empty");
+  if (r.num_samples < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("num_samples must be >= 2, got %d", r.num_samples));
+  }
+  if (!std::isfinite(r.epsilon) || r.epsilon < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("epsilon must be finite and >= 0, got %g", r.epsilon));
+  }
+  if (r.estimator == McEstimator::kImportanceSampling) {
+    if (r.direction != Direction::kRemove) {
+      return absl::UnimplementedError(
+          "importance sampling covers the remove direction only (mc-evr.md 4.8); use SMC for "
+          "direction add");
+    }
+    if (!r.thetas.empty() && r.thetas.size() != r.events.size()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "thetas must be empty or have one entry per event (%d), got %d", r.events.size(),
+          r.thetas.size()));
+    }
+  } else if (!r.thetas.empty()) {
+    return absl::InvalidArgumentError("thetas apply to importance sampling only");
+  }
+  return absl::OkStatus();
+}
+
+mc::cuda::Totals CpuStream(const std::vector<StreamEvent>& events, int64_t total_steps, bool is,
+                           uint32_t stream, uint64_t seed, int64_t m, double eps, int threads) {
+  const int64_t num_chunks = (m + mc::kStreamChunkPaths - 1) / mc::kStreamChunkPaths;
+  mc::NeumaierSum sx, sx2;
+  int64_t npos = 0;
+  std::vector<ChunkSums> partial(std::min(num_chunks, kBatchChunks));
+  for (int64_t c0 = 0; c0 < num_chunks; c0 += kBatchChunks) {
+    const int64_t nc = std::min(kBatchChunks, num_chunks - c0);
+    mc::ParallelFor(nc, threads, [&](int64_t c) {
+      const int64_t p0 = (c0 + c) * mc::kStreamChunkPaths;
+      const int64_t p1 = std::min(m, p0 + mc::kStreamChunkPaths);
+      mc::NeumaierSum a, a2;
+      int64_t pos = 0;
+      for (int64_t p = p0; p < p1; ++p) {
+        const double x =
+            is ? mc::StreamIsPath(events.data(), static_cast<int>(events.size()),
+                                  static_cast<uint64_t>(total_steps), stream, seed,
+                                  static_cast<uint64_t>(p), eps)
+               : mc::StreamSmcPath(events.data(), static_cast<int>(events.size()), stream, seed,
+                                   static_cast<uint64_t>(p), eps);
+        a.Add(x);
+        a2.Add(x * x);
+        pos += x > 0;
+      }
+      partial[c] = {a.Value(), a2.Value(), pos};
+    });
+    for (int64_t c = 0; c < nc; ++c) {
+      sx.Add(partial[c].sum_x);
+      sx2.Add(partial[c].sum_x2);
+      npos += partial[c].num_positive;
+    }
+  }
+  return {sx.Value(), sx2.Value(), npos};
+}
+
+}  // namespace
+
+std::string_view McBackendName(McBackend backend) {
+  switch (backend) {
+    case McBackend::kAuto: return "auto";
+    case McBackend::kCpu: return "cpu";
+    case McBackend::kCuda: return "cuda";
+  }
+  return "unknown";
+}
+
+bool CudaDeviceAvailable() {
+#if defined(DPLEDGER_HAVE_CUDA)
+  static const bool available = mc::cuda::DeviceCount() > 0;
+  return available;
+#else
+  return false;
+#endif
+}
+
+void FinishEstimate(double sum_x, double sum_x2, int64_t num_positive, int64_t m,
+                    McEstimateResult* r) {
+  const double md = static_cast<double>(m);
+  r->num_samples = m;
+  r->num_positive = num_positive;
+  r->delta_hat = sum_x / md;
+  r->second_moment = sum_x2 / md;
+  const double var = r->second_moment - r->delta_hat * r->delta_hat;
+  r->std_error = m > 1 ? std::sqrt(std::max(var, 0.0) / (md - 1)) : kInf;
+  r->ess = sum_x2 > 0 ? sum_x * sum_x / sum_x2 : 0;
+}
+
+absl::StatusOr<McEstimateResult> EstimateDeltaStreaming(const McEstimateRequest& request) {
+  const auto start = std::chrono::steady_clock::now();
+  if (absl::Status s = Validate(request); !s.ok()) return s;
+  int64_t total_steps = 0;
+  auto events = BuildEvents(request, &total_steps);
+  if (!events.ok()) return events.status();
+  if (total_steps >= (int64_t{1} << 56)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("the ledger has %d steps; at most 2^56 are supported", total_steps));
+  }
+  const bool is = request.estimator == McEstimator::kImportanceSampling;
+  const uint32_t stream = is ? mc::kStreamStreamIs
+                          : request.direction == Direction::kAdd ? mc::kStreamStreamAdd
+                                                                 : mc::kStreamStreamRemove;
+  bool use_cuda = false;
+  if (request.backend == McBackend::kCuda) {
+    if (!CudaDeviceAvailable()) {
+      return absl::FailedPreconditionError(
+          "backend cuda requested but this build has no CUDA backend or no device was found");
+    }
+    use_cuda = true;
+  } else if (request.backend == McBackend::kAuto) {
+    use_cuda = CudaDeviceAvailable();
+  }
+
+  McEstimateResult result;
+  mc::cuda::Totals totals;
+  if (use_cuda) {
+#if defined(DPLEDGER_HAVE_CUDA)
+    const std::string err = mc::cuda::StreamEstimate(
+        events->data(), static_cast<int>(events->size()), total_steps, is, stream,
+        request.seed, request.num_samples, request.epsilon, &totals);
+    if (!err.empty()) return absl::InternalError("CUDA streaming estimate failed: " + err);
+#endif
+    result.backend = "cuda";
+  } else {
+    totals = CpuStream(*events, total_steps, is, stream, request.seed, request.num_samples,
+                       request.epsilon, mc::ResolveThreads(request.num_threads));
+    result.backend = "cpu";
+  }
+  FinishEstimate(totals.sum_x, totals.sum_x2, totals.num_positive, request.num_samples, &result);
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace dpledger::core

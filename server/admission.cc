@@ -1,0 +1,317 @@
+// Step admission: classification (retry / new / gap), the privacy filter on a Clone, and the
+// hand-off of admitted updates to the group committer. See ledger_service.h for the rules.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include "absl/strings/str_format.h"
+#include "core/util/check.h"
+#include "server/ledger_service.h"
+
+namespace dpledger::server {
+
+struct LedgerService::Item {
+  absl::Status input_error;  // conversion / validation error of this update
+  UpdateInput update;
+  std::string canonical;     // CanonicalSteps(update.steps)
+  int64_t total_count = 0;
+  enum class Kind { kError, kDuplicate, kNew, kNotAttempted, kSameAsEarlier };
+  Kind kind = Kind::kError;
+  absl::Status error;
+  int earlier = -1;          // kSameAsEarlier: index of the item with the same seq
+  Ack ack;
+};
+
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Whether a bound may charge the budget, and if not, why.
+struct Verdict {
+  bool fits = false;
+  std::string reason;
+};
+Verdict Judge(const absl::StatusOr<core::EpsilonBound>& b, std::string_view accountant,
+              double budget_epsilon, double budget_delta) {
+  if (!b.ok()) {
+    return {false, absl::StrFormat("accountant '%s' cannot bound epsilon at delta %g: %s",
+                                   std::string(accountant), budget_delta,
+                                   std::string(b.status().message()))};
+  }
+  if (b->guarantee == core::Guarantee::kEstimate) {
+    return {false, absl::StrFormat("accountant '%s' gave an estimate, not a certified bound; "
+                                   "only certified or verified bounds admit steps",
+                                   std::string(accountant))};
+  }
+  if (!(b->upper <= budget_epsilon)) {  // also false for NaN
+    return {false, absl::StrFormat("epsilon upper bound %.6g at delta %g would exceed the "
+                                   "budget epsilon %g",
+                                   b->upper, budget_delta, budget_epsilon)};
+  }
+  return {true, ""};
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<UpdateRow>> LedgerService::FindAdmitted(JobEntry& entry,
+                                                                    int64_t seq) {
+  for (auto it = entry.recent.rbegin(); it != entry.recent.rend(); ++it) {
+    if (it->row.seq == seq) return std::optional<UpdateRow>(it->row);
+    if (it->row.seq < seq) break;
+  }
+  absl::StatusOr<std::optional<UpdateRow>> row = store_->GetUpdate(entry.row.key, seq);
+  if (row.ok() && !row->has_value() && entry.tail) {
+    // Older than the window but not durable yet: wait for the pending commits, then re-read.
+    if (absl::Status s = WaitTail(entry.tail); !s.ok()) return s;
+    row = store_->GetUpdate(entry.row.key, seq);
+  }
+  return row;
+}
+
+absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& entry,
+                                                                   std::vector<Item>& items,
+                                                                   bool stream,
+                                                                   int64_t* stream_refused_seq) {
+  const JobRow& job = entry.row;
+  const std::string job_name = JobKeyString(job.key);
+  auto fail = [&](Item& it, absl::Status s) -> absl::Status {
+    it.kind = Item::Kind::kError;
+    it.error = std::move(s);
+    return stream ? absl::OkStatus() : it.error;
+  };
+
+  // 1. Classify against the ledger as it would be if every new update were admitted.
+  const int64_t base_last = entry.last_seq;
+  int64_t expected = base_last + 1;
+  std::map<int64_t, int> new_by_seq;
+  std::vector<int> fresh;  // indices of new updates, in seq order
+  for (int i = 0; i < static_cast<int>(items.size()); ++i) {
+    Item& it = items[i];
+    if (!it.input_error.ok()) {
+      if (absl::Status s = fail(it, it.input_error); !s.ok()) return s;
+      continue;
+    }
+    const int64_t seq = it.update.seq;
+    if (seq < expected && seq > base_last) {
+      const int j = new_by_seq.at(seq);
+      if (items[j].canonical == it.canonical) {
+        it.kind = Item::Kind::kSameAsEarlier;
+        it.earlier = j;
+      } else if (absl::Status s = fail(it, absl::AlreadyExistsError(absl::StrFormat(
+                     "seq %d is used twice with different steps", seq)));
+                 !s.ok()) {
+        return s;
+      }
+    } else if (seq < expected) {
+      absl::StatusOr<std::optional<UpdateRow>> row = FindAdmitted(entry, seq);
+      if (!row.ok()) return row.status();
+      if (!row->has_value()) {
+        return absl::DataLossError(absl::StrFormat(
+            "job '%s': admitted update seq %d is missing from the store", job_name, seq));
+      }
+      const UpdateRow& r = **row;
+      if (r.steps != it.canonical) {
+        if (absl::Status s = fail(it, absl::AlreadyExistsError(absl::StrFormat(
+                "seq %d of job '%s' was already admitted with different steps (%s)", seq,
+                job_name, r.steps.substr(0, 200))));
+            !s.ok()) {
+          return s;
+        }
+        continue;
+      }
+      it.kind = Item::Kind::kDuplicate;
+      it.ack.seq = seq;
+      it.ack.admitted = true;
+      it.ack.duplicate = true;
+      it.ack.spent = r.spent;
+      it.ack.num_steps = r.num_steps_after;
+      it.ack.last_seq = seq;
+    } else if (seq == expected) {
+      if (job.state != JobState::kOpen) {
+        if (absl::Status s = fail(it, absl::FailedPreconditionError(absl::StrFormat(
+                "job '%s' is closed: no more steps are admitted", job_name)));
+            !s.ok()) {
+          return s;
+        }
+        continue;
+      }
+      it.kind = Item::Kind::kNew;
+      new_by_seq[seq] = i;
+      fresh.push_back(i);
+      ++expected;
+    } else if (stream && *stream_refused_seq == expected) {
+      it.kind = Item::Kind::kNotAttempted;
+      it.ack.seq = seq;
+      it.ack.refusal_reason = absl::StrFormat(
+          "not attempted: seq %d on this stream was refused, so seq %d cannot follow yet",
+          *stream_refused_seq, seq);
+    } else if (absl::Status s = fail(it, absl::FailedPreconditionError(absl::StrFormat(
+                   "seq %d leaves a gap: job '%s' expects seq %d next (last admitted seq %d)",
+                   seq, job_name, expected, base_last)));
+               !s.ok()) {
+      return s;
+    }
+  }
+
+  // 2. Compose the new updates on a clone; an update the accountant cannot take stops the run.
+  const int m_all = static_cast<int>(fresh.size());
+  int m = m_all;
+  std::unique_ptr<core::Accountant> full = entry.accountant->Clone();
+  for (int k = 0; k < m_all && m == m_all; ++k) {
+    Item& it = items[fresh[k]];
+    for (const core::MechanismEvent& e : it.update.steps) {
+      absl::Status s = full->Compose(e);
+      if (!s.ok()) {
+        s = absl::Status(s.code(), absl::StrFormat("seq %d: %s", it.update.seq,
+                                                   std::string(s.message())));
+        if (absl::Status r = fail(it, s); !r.ok()) return r;
+        m = k;
+        full.reset();  // holds part of update k: prefixes are recomposed from the ledger
+        break;
+      }
+    }
+  }
+
+  // 3. The privacy filter: the longest prefix of the run whose bound fits the budget.
+  const double delta = job.budget_delta;
+  std::map<int, std::pair<absl::StatusOr<core::EpsilonBound>, std::unique_ptr<core::Accountant>>>
+      evaluated;
+  auto evaluate = [&](int k) -> const absl::StatusOr<core::EpsilonBound>& {
+    auto it = evaluated.find(k);
+    if (it != evaluated.end()) return it->second.first;
+    std::unique_ptr<core::Accountant> acc;
+    if (k == m && full) {
+      acc = std::move(full);
+    } else {
+      acc = entry.accountant->Clone();
+      for (int j = 0; j < k; ++j) {
+        for (const core::MechanismEvent& e : items[fresh[j]].update.steps) {
+          DPL_CHECK_OK(acc->Compose(e));  // composed once already in step 2
+        }
+      }
+    }
+    absl::StatusOr<core::EpsilonBound> b = acc->EpsilonForDelta(delta);
+    return evaluated.emplace(k, std::make_pair(std::move(b), std::move(acc))).first->second.first;
+  };
+  auto fits = [&](int k) {
+    return Judge(evaluate(k), job.accountant, job.budget_epsilon, delta);
+  };
+  int admitted = 0;
+  Verdict refusal;
+  if (m > 0) {
+    refusal = fits(m);
+    if (refusal.fits) {
+      admitted = m;
+    } else {
+      int lo = 0, hi = m;  // prefix lo fits (the current ledger), prefix hi does not
+      while (hi - lo > 1) {
+        const int mid = lo + (hi - lo) / 2;
+        if (fits(mid).fits) {
+          lo = mid;
+        } else {
+          hi = mid;
+        }
+      }
+      admitted = lo;
+      refusal = fits(lo + 1);
+    }
+  }
+
+  // 4. Acks and rows.
+  const core::EpsilonBound before = entry.spent;
+  core::EpsilonBound after = before;
+  if (admitted > 0) after = *evaluate(admitted);
+  WriteBatch batch;
+  int64_t num_steps = entry.num_steps;
+  const int64_t now_ms = NowMs();
+  for (int k = 0; k < m_all; ++k) {
+    Item& it = items[fresh[k]];
+    if (k < admitted) {
+      num_steps += it.total_count;
+      core::EpsilonBound b = after;
+      if (k + 1 < admitted) {
+        // Inside a group: [lower before the group, upper after it] contains the true epsilon.
+        b.lower = std::min(before.lower, after.upper);
+        b.estimate = std::clamp(after.estimate, b.lower, after.upper);
+      }
+      it.ack.seq = it.update.seq;
+      it.ack.admitted = true;
+      it.ack.spent = b;
+      it.ack.num_steps = num_steps;
+      it.ack.last_seq = it.update.seq;
+      batch.updates.push_back(
+          UpdateRow{job.key, it.update.seq, it.canonical, b, num_steps, now_ms});
+    } else if (it.kind == Item::Kind::kNew) {
+      it.kind = Item::Kind::kNotAttempted;
+      it.ack.seq = it.update.seq;
+      if (k == admitted && k < m) {
+        const absl::StatusOr<core::EpsilonBound>& c = evaluate(k + 1);
+        if (c.ok()) it.ack.candidate = *c;
+        it.ack.refusal_reason = refusal.reason;
+      } else {
+        it.ack.refusal_reason = absl::StrFormat(
+            "not attempted: seq %d before it in this request was refused or failed",
+            items[fresh[admitted]].update.seq);
+      }
+    }
+  }
+  if (admitted < m_all && stream) *stream_refused_seq = items[fresh[admitted]].update.seq;
+
+  if (admitted > 0) {
+    entry.tail = committer_.Submit(std::move(batch));
+    auto& kept = evaluated.at(admitted).second;
+    entry.accountant = std::move(kept);
+    entry.spent = after;
+    entry.num_steps = num_steps;
+    entry.last_seq = items[fresh[admitted - 1]].update.seq;
+    for (int k = 0; k < admitted; ++k) {
+      const Item& it = items[fresh[k]];
+      entry.recent.push_back({UpdateRow{job.key, it.update.seq, it.canonical, it.ack.spent,
+                                        it.ack.num_steps, now_ms}});
+    }
+    while (static_cast<int>(entry.recent.size()) > options_.recent_updates_window) {
+      entry.recent.pop_front();
+    }
+    if (metrics_) metrics_->JobEpsilonSpent(job_name, after.upper);
+  }
+
+  // 5. Every ack waits for the job's newest commit: it (and all before it) must be durable.
+  std::vector<PendingAck> out;
+  out.reserve(items.size());
+  for (Item& it : items) {
+    if (it.kind == Item::Kind::kSameAsEarlier) {
+      it.ack = items[it.earlier].ack;
+      it.ack.duplicate = it.ack.admitted;
+    }
+    if (it.kind == Item::Kind::kNotAttempted) {
+      it.ack.admitted = false;
+      it.ack.spent = entry.spent;
+      it.ack.num_steps = entry.num_steps;
+      it.ack.last_seq = entry.last_seq;
+    }
+    if (it.kind == Item::Kind::kError) {
+      it.ack = Ack{};
+      it.ack.seq = it.update.seq;
+      it.ack.error = it.error;
+    }
+    it.ack.accountant = job.accountant;
+    it.ack.budget_epsilon = job.budget_epsilon;
+    it.ack.budget_delta = job.budget_delta;
+    if (metrics_) {
+      const char* outcome = it.kind == Item::Kind::kError ? "error"
+                            : it.ack.duplicate            ? "duplicate"
+                            : it.ack.admitted             ? "admitted"
+                                                          : "refused";
+      metrics_->Update(outcome, it.total_count);
+    }
+    out.emplace_back(it.ack, entry.tail);
+  }
+  return out;
+}
+
+}  // namespace dpledger::server

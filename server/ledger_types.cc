@@ -1,0 +1,43 @@
+#include "server/ledger_types.h"
+
+#include <openssl/sha.h>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+
+namespace dpledger::server {
+
+std::string JobKeyString(const JobKey& key) {
+  return absl::StrFormat("%s/%s", key.tenant, key.job_id);
+}
+
+std::string CanonicalSteps(const std::vector<core::MechanismEvent>& steps) {
+  std::string out;
+  for (const core::MechanismEvent& e : steps) {
+    if (!out.empty()) out += ';';
+    absl::StrAppendFormat(&out, "%s,count=%d", e.mechanism.ToSpec(), e.count);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<core::MechanismEvent>> ParseCanonicalSteps(std::string_view text) {
+  std::vector<core::MechanismEvent> out;
+  for (std::string_view part : absl::StrSplit(text, ';', absl::SkipEmpty())) {
+    absl::StatusOr<core::MechanismEvent> e = core::ParseStep(part);
+    if (!e.ok()) return e.status();
+    out.push_back(*e);
+  }
+  if (out.empty()) return absl::InvalidArgumentError("steps must not be empty");
+  return out;
+}
+
+std::string Sha256Hex(std::string_view bytes) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
+  std::string out;
+  out.reserve(2 * SHA256_DIGEST_LENGTH);
+  for (unsigned char c : digest) absl::StrAppendFormat(&out, "%02x", c);
+  return out;
+}
+
+}  // namespace dpledger::server

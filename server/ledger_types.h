@@ -1,0 +1,86 @@
+// Plain records shared by the ledger service and the stores: no gRPC, no protobuf.
+// Proto <-> these conversions live in server/convert.{h,cc} only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/accountants/accountant.h"
+#include "core/mechanisms/mechanism.h"
+
+namespace dpledger::server {
+
+enum class JobState { kOpen = 1, kClosed = 2 };
+enum class Neighbouring { kAddRemove = 1, kReplaceOne = 2 };
+
+// The identity of a job: job ids are unique per tenant.
+struct JobKey {
+  std::string tenant;
+  std::string job_id;
+  friend bool operator==(const JobKey&, const JobKey&) = default;
+  friend auto operator<=>(const JobKey&, const JobKey&) = default;
+};
+std::string JobKeyString(const JobKey& key);  // "tenant/job_id", for logs and metric labels
+
+// A job's stored configuration and life-cycle state.
+struct JobRow {
+  JobKey key;
+  double budget_epsilon = 0;  // nats
+  double budget_delta = 0;
+  Neighbouring neighbouring = Neighbouring::kAddRemove;
+  std::string accountant;     // admitting accountant name
+  uint64_t mc_seed = 0;
+  int64_t mc_num_samples = 0;
+  JobState state = JobState::kOpen;
+  int64_t create_time_ms = 0;  // unix ms
+  int64_t close_time_ms = 0;   // 0 while open
+};
+
+// One admitted ledger update and the ack it was answered with.
+struct UpdateRow {
+  JobKey key;
+  int64_t seq = 0;
+  std::string steps;           // canonical text, see CanonicalSteps
+  core::EpsilonBound spent;    // epsilon at the job's delta after this update
+  int64_t num_steps_after = 0; // job total after this update
+  int64_t commit_time_ms = 0;
+};
+
+// Canonical text of an update's steps, "spec,count=N;spec,count=N": equal iff the steps are
+// equal (Mechanism::ToSpec prints %.17g, which round-trips). Parsed back by ParseCanonicalSteps.
+std::string CanonicalSteps(const std::vector<core::MechanismEvent>& steps);
+absl::StatusOr<std::vector<core::MechanismEvent>> ParseCanonicalSteps(std::string_view text);
+
+// A recorded release (EVR gate passed).
+struct ReleaseRow {
+  std::string release_id;
+  JobKey key;
+  std::string request_id;       // client retry key, may be empty
+  double epsilon = 0;
+  double delta = 0;             // the certified statement: delta_est / tau
+  double delta_est = 0;
+  double tau = 0;
+  double rho = 0;
+  core::Guarantee guarantee = core::Guarantee::kCertified;
+  double failure_probability = 0;
+  std::string verifier;         // "evr-mc" or "certified-accountant:<name>"
+  bool fallback = false;
+  int64_t num_samples = 0;
+  double seconds = 0;
+  std::string backend;
+  uint64_t seed = 0;
+  double delta_hat = 0;
+  double threshold = 0;
+  std::string note;
+  std::string payload_sha256;   // lower-case hex of payload
+  std::string payload;
+  int64_t ledger_seq = 0;
+  int64_t num_steps = 0;
+  int64_t create_time_ms = 0;
+};
+
+// Lower-case hex SHA-256 of bytes.
+std::string Sha256Hex(std::string_view bytes);
+
+}  // namespace dpledger::server

@@ -1,0 +1,414 @@
+#include "server/sqlite_store.h"
+
+#include <sqlite3.h>
+
+#include "absl/strings/str_format.h"
+#include "server/sqlite_schema.h"
+#include "server/sqlite_util.h"
+
+namespace dpledger::server {
+namespace {
+
+using sqlite::Error;
+using sqlite::Exec;
+using sqlite::Stmt;
+
+absl::StatusOr<sqlite3*> OpenConnection(const SqliteStoreOptions& options, bool writer) {
+  sqlite3* db = nullptr;
+  const int flags = (writer ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY) |
+                    SQLITE_OPEN_NOMUTEX;
+  const int rc = sqlite3_open_v2(options.path.c_str(), &db, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    absl::Status s = Error(db, rc, absl::StrFormat("open '%s'", options.path));
+    sqlite3_close(db);
+    return s;
+  }
+  sqlite3_busy_timeout(db, options.busy_timeout_ms);
+  sqlite3_extended_result_codes(db, 1);
+  return db;
+}
+
+// WAL with synchronous=FULL: each COMMIT fsyncs the WAL, so Apply's OK means durable.
+absl::Status ConfigureWriter(sqlite3* db) {
+  Stmt wal(db, "PRAGMA journal_mode=WAL");
+  if (!wal.status().ok()) return wal.status();
+  if (wal.Step() != SQLITE_ROW) return Error(db, sqlite3_errcode(db), "journal_mode");
+  if (wal.Text(0) != "wal") {
+    return absl::UnavailableError(
+        absl::StrFormat("sqlite: journal_mode WAL refused (got '%s')", wal.Text(0)));
+  }
+  if (absl::Status s = Exec(db, "PRAGMA synchronous=FULL"); !s.ok()) return s;
+  return Exec(db, "PRAGMA foreign_keys=OFF");
+}
+
+JobRow ReadJob(const Stmt& q) {
+  JobRow j;
+  j.key = {q.Text(0), q.Text(1)};
+  j.budget_epsilon = q.Real(2);
+  j.budget_delta = q.Real(3);
+  j.neighbouring = static_cast<Neighbouring>(q.Int(4));
+  j.accountant = q.Text(5);
+  j.mc_seed = static_cast<uint64_t>(q.Int(6));
+  j.mc_num_samples = q.Int(7);
+  j.state = static_cast<JobState>(q.Int(8));
+  j.create_time_ms = q.Int(9);
+  j.close_time_ms = q.Int(10);
+  return j;
+}
+constexpr std::string_view kJobColumns =
+    "tenant, job_id, budget_epsilon, budget_delta, neighbouring, accountant, mc_seed, "
+    "mc_num_samples, state, create_time_ms, close_time_ms";
+
+UpdateRow ReadUpdate(const Stmt& q) {
+  UpdateRow u;
+  u.key = {q.Text(0), q.Text(1)};
+  u.seq = q.Int(2);
+  u.steps = q.Text(3);
+  u.spent.lower = q.Real(4);
+  u.spent.estimate = q.Real(5);
+  u.spent.upper = q.Real(6);
+  u.spent.guarantee = static_cast<core::Guarantee>(q.Int(7));
+  u.spent.failure_probability = q.Real(8);
+  u.num_steps_after = q.Int(9);
+  u.commit_time_ms = q.Int(10);
+  return u;
+}
+constexpr std::string_view kUpdateColumns =
+    "tenant, job_id, seq, steps, spent_lower, spent_estimate, spent_upper, guarantee, "
+    "failure_probability, num_steps_after, commit_time_ms";
+
+ReleaseRow ReadRelease(const Stmt& q) {
+  ReleaseRow r;
+  int c = 0;
+  r.release_id = q.Text(c++);
+  r.key.tenant = q.Text(c++);
+  r.key.job_id = q.Text(c++);
+  r.request_id = q.Text(c++);
+  r.epsilon = q.Real(c++);
+  r.delta = q.Real(c++);
+  r.delta_est = q.Real(c++);
+  r.tau = q.Real(c++);
+  r.rho = q.Real(c++);
+  r.guarantee = static_cast<core::Guarantee>(q.Int(c++));
+  r.failure_probability = q.Real(c++);
+  r.verifier = q.Text(c++);
+  r.fallback = q.Int(c++) != 0;
+  r.num_samples = q.Int(c++);
+  r.seconds = q.Real(c++);
+  r.backend = q.Text(c++);
+  r.seed = static_cast<uint64_t>(q.Int(c++));
+  r.delta_hat = q.Real(c++);
+  r.threshold = q.Real(c++);
+  r.note = q.Text(c++);
+  r.payload_sha256 = q.Text(c++);
+  r.payload = q.Blob(c++);
+  r.ledger_seq = q.Int(c++);
+  r.num_steps = q.Int(c++);
+  r.create_time_ms = q.Int(c++);
+  return r;
+}
+constexpr std::string_view kReleaseColumns =
+    "release_id, tenant, job_id, request_id, epsilon, delta, delta_est, tau, rho, guarantee, "
+    "failure_probability, verifier, fallback, num_samples, seconds, backend, seed, delta_hat, "
+    "threshold, note, payload_sha256, payload, ledger_seq, num_steps, create_time_ms";
+
+std::string Sql(std::string_view fmt_prefix, std::string_view columns, std::string_view rest) {
+  return absl::StrFormat("%s%s%s", std::string(fmt_prefix), std::string(columns),
+                         std::string(rest));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStoreOptions& options) {
+  if (options.path.empty()) return absl::InvalidArgumentError("sqlite path must not be empty");
+  std::unique_ptr<SqliteStore> store(new SqliteStore());
+  absl::StatusOr<sqlite3*> w = OpenConnection(options, /*writer=*/true);
+  if (!w.ok()) return w.status();
+  store->write_db_ = *w;
+  // Integrity first: a damaged file must not be migrated or served.
+  if (absl::Status s = store->CheckIntegrity(options.full_check); !s.ok()) return s;
+  if (absl::Status s = ConfigureWriter(store->write_db_); !s.ok()) return s;
+  absl::StatusOr<int> version = sqlite::Migrate(store->write_db_, kSqliteSchemaVersion);
+  if (!version.ok()) return version.status();
+  store->schema_version_ = *version;
+  absl::StatusOr<sqlite3*> r = OpenConnection(options, /*writer=*/false);
+  if (!r.ok()) return r.status();
+  store->read_db_ = *r;
+  return store;
+}
+
+SqliteStore::~SqliteStore() {
+  if (read_db_) sqlite3_close(read_db_);
+  if (write_db_) {
+    // Fold the WAL back into the database so the directory holds one tidy file.
+    sqlite3_wal_checkpoint_v2(write_db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+    sqlite3_close(write_db_);
+  }
+}
+
+absl::Status SqliteStore::CheckIntegrity(bool full) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Stmt q(write_db_, full ? "PRAGMA integrity_check(20)" : "PRAGMA quick_check(20)");
+  if (!q.status().ok()) return q.status();
+  std::string problems;
+  int rc;
+  while ((rc = q.Step()) == SQLITE_ROW) {
+    const std::string line = q.Text(0);
+    if (line == "ok") continue;
+    absl::StrAppend(&problems, problems.empty() ? "" : "; ", line);
+  }
+  if (rc != SQLITE_DONE) return Error(write_db_, rc, full ? "integrity_check" : "quick_check");
+  if (!problems.empty()) {
+    return absl::DataLossError(absl::StrFormat("sqlite %s failed: %s",
+                                               full ? "integrity_check" : "quick_check", problems));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::Apply(std::span<const WriteBatch* const> batches) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  if (absl::Status s = Exec(write_db_, "BEGIN IMMEDIATE"); !s.ok()) return s;
+  absl::Status s;
+  for (const WriteBatch* b : batches) {
+    s = ApplyOne(*b);
+    if (!s.ok()) break;
+  }
+  if (s.ok()) s = Exec(write_db_, "COMMIT");
+  if (!s.ok()) {
+    // After a failed COMMIT SQLite may already have rolled back; ROLLBACK then fails
+    // harmlessly with "no transaction is active".
+    (void)Exec(write_db_, "ROLLBACK");
+  }
+  return s;
+}
+
+absl::Status SqliteStore::ApplyOne(const WriteBatch& batch) {
+  for (const JobRow& j : batch.new_jobs) {
+    Stmt q(write_db_, Sql("INSERT INTO jobs (", kJobColumns, ") VALUES (?,?,?,?,?,?,?,?,?,?,?)"));
+    q.Bind(1, j.key.tenant).Bind(2, j.key.job_id).Bind(3, j.budget_epsilon)
+        .Bind(4, j.budget_delta).Bind(5, static_cast<int>(j.neighbouring)).Bind(6, j.accountant)
+        .Bind(7, j.mc_seed).Bind(8, j.mc_num_samples).Bind(9, static_cast<int>(j.state))
+        .Bind(10, j.create_time_ms).Bind(11, j.close_time_ms);
+    if (absl::Status s = q.Run("insert job"); !s.ok()) {
+      if (s.code() == absl::StatusCode::kAlreadyExists) {
+        return absl::AlreadyExistsError(
+            absl::StrFormat("job '%s' already exists", JobKeyString(j.key)));
+      }
+      return s;
+    }
+  }
+  for (const JobStateChange& c : batch.state_changes) {
+    Stmt q(write_db_, "UPDATE jobs SET state = ?, close_time_ms = ? WHERE tenant = ? AND job_id = ?");
+    q.Bind(1, static_cast<int>(c.state)).Bind(2, c.close_time_ms).Bind(3, c.key.tenant)
+        .Bind(4, c.key.job_id);
+    if (absl::Status s = q.Run("update job state"); !s.ok()) return s;
+    if (sqlite3_changes(write_db_) != 1) {
+      return absl::NotFoundError(absl::StrFormat("job '%s' not found", JobKeyString(c.key)));
+    }
+  }
+  for (const UpdateRow& u : batch.updates) {
+    // Safety net under the service's own checks: the job exists, is open, and seq is next.
+    Stmt chk(write_db_,
+             "SELECT j.state, (SELECT coalesce(max(seq), 0) FROM updates u "
+             "WHERE u.tenant = j.tenant AND u.job_id = j.job_id) "
+             "FROM jobs j WHERE j.tenant = ? AND j.job_id = ?");
+    chk.Bind(1, u.key.tenant).Bind(2, u.key.job_id);
+    if (!chk.status().ok()) return chk.status();
+    const int rc = chk.Step();
+    if (rc == SQLITE_DONE) {
+      return absl::NotFoundError(absl::StrFormat("job '%s' not found", JobKeyString(u.key)));
+    }
+    if (rc != SQLITE_ROW) return Error(write_db_, rc, "check update");
+    if (static_cast<JobState>(chk.Int(0)) != JobState::kOpen) {
+      return absl::FailedPreconditionError(
+          absl::StrFormat("job '%s' is closed", JobKeyString(u.key)));
+    }
+    if (u.seq != chk.Int(1) + 1) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "store: job '%s' update seq %d does not follow last seq %d", JobKeyString(u.key),
+          u.seq, chk.Int(1)));
+    }
+    Stmt q(write_db_, Sql("INSERT INTO updates (", kUpdateColumns, ") VALUES (?,?,?,?,?,?,?,?,?,?,?)"));
+    q.Bind(1, u.key.tenant).Bind(2, u.key.job_id).Bind(3, u.seq).Bind(4, u.steps)
+        .Bind(5, u.spent.lower).Bind(6, u.spent.estimate).Bind(7, u.spent.upper)
+        .Bind(8, static_cast<int>(u.spent.guarantee)).Bind(9, u.spent.failure_probability)
+        .Bind(10, u.num_steps_after).Bind(11, u.commit_time_ms);
+    if (absl::Status s = q.Run("insert update"); !s.ok()) return s;
+  }
+  for (const ReleaseRow& r : batch.releases) {
+    Stmt chk(write_db_, "SELECT 1 FROM jobs WHERE tenant = ? AND job_id = ?");
+    chk.Bind(1, r.key.tenant).Bind(2, r.key.job_id);
+    if (chk.Step() != SQLITE_ROW) {
+      return absl::NotFoundError(absl::StrFormat("job '%s' not found", JobKeyString(r.key)));
+    }
+    Stmt q(write_db_, Sql("INSERT INTO releases (", kReleaseColumns,
+                          ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+    int c = 1;
+    q.Bind(c++, r.release_id).Bind(c++, r.key.tenant).Bind(c++, r.key.job_id)
+        .Bind(c++, r.request_id).Bind(c++, r.epsilon).Bind(c++, r.delta).Bind(c++, r.delta_est)
+        .Bind(c++, r.tau).Bind(c++, r.rho).Bind(c++, static_cast<int>(r.guarantee))
+        .Bind(c++, r.failure_probability).Bind(c++, r.verifier).Bind(c++, r.fallback ? 1 : 0)
+        .Bind(c++, r.num_samples).Bind(c++, r.seconds).Bind(c++, r.backend).Bind(c++, r.seed)
+        .Bind(c++, r.delta_hat).Bind(c++, r.threshold).Bind(c++, r.note)
+        .Bind(c++, r.payload_sha256);
+    q.BindBlob(c++, r.payload);
+    q.Bind(c++, r.ledger_seq).Bind(c++, r.num_steps).Bind(c++, r.create_time_ms);
+    if (absl::Status s = q.Run("insert release"); !s.ok()) {
+      if (s.code() == absl::StatusCode::kAlreadyExists) {
+        return absl::AlreadyExistsError(absl::StrFormat(
+            "release '%s' (request_id '%s') already exists", r.release_id, r.request_id));
+      }
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<JobRow>> SqliteStore::GetJob(const JobKey& key) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Stmt q(read_db_, Sql("SELECT ", kJobColumns, " FROM jobs WHERE tenant = ? AND job_id = ?"));
+  q.Bind(1, key.tenant).Bind(2, key.job_id);
+  if (!q.status().ok()) return q.status();
+  const int rc = q.Step();
+  if (rc == SQLITE_DONE) return std::optional<JobRow>();
+  if (rc != SQLITE_ROW) return Error(read_db_, rc, "get job");
+  return std::optional<JobRow>(ReadJob(q));
+}
+
+absl::StatusOr<std::vector<JobRow>> SqliteStore::ListJobs(std::string_view tenant,
+                                                          std::string_view after_job_id,
+                                                          int limit) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Stmt q(read_db_, Sql("SELECT ", kJobColumns,
+                       " FROM jobs WHERE tenant = ? AND job_id > ? ORDER BY job_id LIMIT ?"));
+  q.Bind(1, tenant).Bind(2, after_job_id).Bind(3, limit);
+  if (!q.status().ok()) return q.status();
+  std::vector<JobRow> out;
+  int rc;
+  while ((rc = q.Step()) == SQLITE_ROW) out.push_back(ReadJob(q));
+  if (rc != SQLITE_DONE) return Error(read_db_, rc, "list jobs");
+  return out;
+}
+
+absl::StatusOr<std::vector<JobRow>> SqliteStore::ListAllJobs(const JobKey& after, int limit) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Stmt q(read_db_, Sql("SELECT ", kJobColumns,
+                       " FROM jobs WHERE (tenant, job_id) > (?, ?) ORDER BY tenant, job_id LIMIT ?"));
+  q.Bind(1, after.tenant).Bind(2, after.job_id).Bind(3, limit);
+  if (!q.status().ok()) return q.status();
+  std::vector<JobRow> out;
+  int rc;
+  while ((rc = q.Step()) == SQLITE_ROW) out.push_back(ReadJob(q));
+  if (rc != SQLITE_DONE) return Error(read_db_, rc, "list all jobs");
+  return out;
+}
+
+absl::StatusOr<int64_t> SqliteStore::CountJobs(std::string_view tenant) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Stmt q(read_db_, "SELECT count(*) FROM jobs WHERE tenant = ?");
+  q.Bind(1, tenant);
+  if (!q.status().ok()) return q.status();
+  const int rc = q.Step();
+  if (rc != SQLITE_ROW) return Error(read_db_, rc, "count jobs");
+  return q.Int(0);
+}
+
+absl::StatusOr<std::vector<UpdateRow>> SqliteStore::ListUpdates(const JobKey& key,
+                                                                int64_t after_seq, int limit) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Stmt q(read_db_, Sql("SELECT ", kUpdateColumns,
+                       " FROM updates WHERE tenant = ? AND job_id = ? AND seq > ? "
+                       "ORDER BY seq LIMIT ?"));
+  q.Bind(1, key.tenant).Bind(2, key.job_id).Bind(3, after_seq).Bind(4, limit);
+  if (!q.status().ok()) return q.status();
+  std::vector<UpdateRow> out;
+  int rc;
+  while ((rc = q.Step()) == SQLITE_ROW) out.push_back(ReadUpdate(q));
+  if (rc != SQLITE_DONE) return Error(read_db_, rc, "list updates");
+  return out;
+}
+
+absl::StatusOr<std::optional<UpdateRow>> SqliteStore::GetUpdate(const JobKey& key, int64_t seq) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Stmt q(read_db_, Sql("SELECT ", kUpdateColumns,
+                       " FROM updates WHERE tenant = ? AND job_id = ? AND seq = ?"));
+  q.Bind(1, key.tenant).Bind(2, key.job_id).Bind(3, seq);
+  if (!q.status().ok()) return q.status();
+  const int rc = q.Step();
+  if (rc == SQLITE_DONE) return std::optional<UpdateRow>();
+  if (rc != SQLITE_ROW) return Error(read_db_, rc, "get update");
+  return std::optional<UpdateRow>(ReadUpdate(q));
+}
+
+absl::StatusOr<std::optional<UpdateRow>> SqliteStore::LastUpdate(const JobKey& key) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Stmt q(read_db_, Sql("SELECT ", kUpdateColumns,
+                       " FROM updates WHERE tenant = ? AND job_id = ? ORDER BY seq DESC LIMIT 1"));
+  q.Bind(1, key.tenant).Bind(2, key.job_id);
+  if (!q.status().ok()) return q.status();
+  const int rc = q.Step();
+  if (rc == SQLITE_DONE) return std::optional<UpdateRow>();
+  if (rc != SQLITE_ROW) return Error(read_db_, rc, "last update");
+  return std::optional<UpdateRow>(ReadUpdate(q));
+}
+
+absl::StatusOr<int64_t> SqliteStore::CountReleases(const JobKey& key) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Stmt q(read_db_, "SELECT count(*) FROM releases WHERE tenant = ? AND job_id = ?");
+  q.Bind(1, key.tenant).Bind(2, key.job_id);
+  if (!q.status().ok()) return q.status();
+  const int rc = q.Step();
+  if (rc != SQLITE_ROW) return Error(read_db_, rc, "count releases");
+  return q.Int(0);
+}
+
+absl::StatusOr<std::optional<ReleaseRow>> SqliteStore::GetRelease(std::string_view release_id) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Stmt q(read_db_, Sql("SELECT ", kReleaseColumns, " FROM releases WHERE release_id = ?"));
+  q.Bind(1, release_id);
+  if (!q.status().ok()) return q.status();
+  const int rc = q.Step();
+  if (rc == SQLITE_DONE) return std::optional<ReleaseRow>();
+  if (rc != SQLITE_ROW) return Error(read_db_, rc, "get release");
+  return std::optional<ReleaseRow>(ReadRelease(q));
+}
+
+absl::StatusOr<std::optional<ReleaseRow>> SqliteStore::FindReleaseByRequest(
+    std::string_view tenant, std::string_view request_id) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Stmt q(read_db_, Sql("SELECT ", kReleaseColumns,
+                       " FROM releases WHERE tenant = ? AND request_id = ?"));
+  q.Bind(1, tenant).Bind(2, request_id);
+  if (!q.status().ok()) return q.status();
+  const int rc = q.Step();
+  if (rc == SQLITE_DONE) return std::optional<ReleaseRow>();
+  if (rc != SQLITE_ROW) return Error(read_db_, rc, "find release");
+  return std::optional<ReleaseRow>(ReadRelease(q));
+}
+
+absl::StatusOr<std::vector<ReleaseRow>> SqliteStore::ListReleases(const JobKey& key) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Stmt q(read_db_, Sql("SELECT ", kReleaseColumns,
+                       " FROM releases WHERE tenant = ? AND job_id = ? "
+                       "ORDER BY create_time_ms, rowid"));
+  q.Bind(1, key.tenant).Bind(2, key.job_id);
+  if (!q.status().ok()) return q.status();
+  std::vector<ReleaseRow> out;
+  int rc;
+  while ((rc = q.Step()) == SQLITE_ROW) out.push_back(ReadRelease(q));
+  if (rc != SQLITE_DONE) return Error(read_db_, rc, "list releases");
+  return out;
+}
+
+absl::Status CreateSqliteSchemaForTest(const std::string& path, int target_version) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
+    sqlite3_close(db);
+    return absl::UnavailableError("open failed");
+  }
+  absl::StatusOr<int> v = sqlite::Migrate(db, target_version);
+  sqlite3_close(db);
+  return v.status();
+}
+
+}  // namespace dpledger::server
