@@ -1,11 +1,11 @@
 #include "client/client.h"
 
+#include <grpcpp/generic/generic_stub.h>
+
 #include <algorithm>
 #include <chrono>
 #include <random>
 #include <thread>
-
-#include <grpcpp/generic/generic_stub.h>
 
 #include "absl/strings/str_format.h"
 
@@ -89,10 +89,15 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(const ClientOptions& opti
   }
   args.SetMaxReceiveMessageSize(64 << 20);  // GetRelease may carry a payload
   // Reconnect promptly after a server restart rather than after gRPC's default
-  // (up to 120 s) connection backoff; our own backoff paces the retries.
+  // (up to 120 s) connection backoff; our own backoff paces the retries. Not
+  // GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC also uses it as the connect timeout,
+  // and a TLS handshake on a loaded machine can take longer than a short one.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  // After a failed connection the channel re-resolves the target before trying
+  // again; gRPC's default 30 s cool-down between resolutions would stall the
+  // reconnection to a restarted server for that long.
+  args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 200);
   auto channel = grpc::CreateCustomChannel(options.target, creds, args);
   return std::unique_ptr<Client>(new Client(options, std::move(channel)));
 }
@@ -105,8 +110,7 @@ Client::Client(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
 std::unique_ptr<grpc::ClientContext> Client::NewContext(int64_t timeout_ms) const {
   auto context = std::make_unique<grpc::ClientContext>();
   if (timeout_ms > 0) {
-    context->set_deadline(std::chrono::system_clock::now() +
-                          std::chrono::milliseconds(timeout_ms));
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
   }
   // Metadata rather than CallCredentials: gRPC refuses call credentials on a
   // plaintext channel, and tests run tokens over plaintext too.
@@ -121,7 +125,19 @@ void Client::Backoff(int next_attempt) const {
   double wait = static_cast<double>(r.initial_backoff_ms);
   for (int i = 2; i < next_attempt && wait < r.max_backoff_ms; ++i) wait *= r.backoff_multiplier;
   wait = std::min(wait, static_cast<double>(r.max_backoff_ms)) * Jitter();
-  std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(wait * 1000)));
+  const auto until = std::chrono::system_clock::now() +
+                     std::chrono::microseconds(static_cast<int64_t>(wait * 1000));
+  // Wait on the channel rather than merely sleep: with the sync API a connection
+  // attempt makes progress only while some thread polls for it (otherwise only
+  // gRPC's 5 s backup poller does), so reconnecting to a restarted server would
+  // take seconds. The full backoff is kept even when the channel is ready early.
+  channel_->WaitForConnected(until);
+  std::this_thread::sleep_until(until);
+}
+
+bool Client::WaitForConnected(int64_t timeout_ms) {
+  return channel_->WaitForConnected(std::chrono::system_clock::now() +
+                                    std::chrono::milliseconds(timeout_ms));
 }
 
 template <typename Fn>
@@ -136,10 +152,10 @@ absl::Status Client::WithRetries(Fn attempt) const {
 }
 
 // One retried unary call: fills `out` from stub method `method`.
-#define DPL_UNARY_CALL(method, request, out)                                  \
-  WithRetries([&](int) {                                                      \
-    auto context = NewContext(options_.timeout_ms);                           \
-    return FromGrpc(stub_->method(context.get(), (request), &(out)));         \
+#define DPL_UNARY_CALL(method, request, out)                          \
+  WithRetries([&](int) {                                              \
+    auto context = NewContext(options_.timeout_ms);                   \
+    return FromGrpc(stub_->method(context.get(), (request), &(out))); \
   })
 
 absl::StatusOr<v1::Job> Client::CreateJob(v1::CreateJobRequest request) {
@@ -157,8 +173,8 @@ absl::StatusOr<v1::Job> Client::CreateJob(v1::CreateJobRequest request) {
     auto existing = GetJob(request.job_id());
     const std::string want = request.accountant().empty() ? "pld" : request.accountant();
     if (existing.ok() && existing->budget().epsilon() == request.budget().epsilon() &&
-        existing->budget().delta() == request.budget().delta() &&
-        existing->accountant() == want && existing->num_updates() == 0) {
+        existing->budget().delta() == request.budget().delta() && existing->accountant() == want &&
+        existing->num_updates() == 0) {
       return *existing;
     }
   }
@@ -291,8 +307,8 @@ absl::Status Client::CheckHealth(const std::string& service, int64_t timeout_ms)
   if (!status.ok()) return FromGrpc(status);
   const int health = DecodeHealthStatus(response);
   if (health != 1) {
-    return absl::UnavailableError(absl::StrFormat("server health status is %d, not SERVING (1)",
-                                                  health));
+    return absl::UnavailableError(
+        absl::StrFormat("server health status is %d, not SERVING (1)", health));
   }
   return absl::OkStatus();
 }

@@ -16,13 +16,13 @@
 // Thread safety: a Client may be shared by threads; a StepStream may not.
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -41,11 +41,11 @@ struct RetryOptions {
 };
 
 struct ClientOptions {
-  std::string target;        // "host:port"
-  std::string bearer_token;  // sent as "authorization: Bearer <token>"; empty: none
-  std::string tenant;        // put in requests that leave tenant empty; empty: the token's
-  bool tls = false;          // false: plaintext (servers started with --insecure)
-  std::string tls_ca_pem;    // PEM roots; empty with tls: the system roots
+  std::string target;           // "host:port"
+  std::string bearer_token;     // sent as "authorization: Bearer <token>"; empty: none
+  std::string tenant;           // put in requests that leave tenant empty; empty: the token's
+  bool tls = false;             // false: plaintext (servers started with --insecure)
+  std::string tls_ca_pem;       // PEM roots; empty with tls: the system roots
   std::string tls_server_name;  // checked against the certificate instead of the host
   int64_t timeout_ms = 30000;   // deadline of one unary attempt
   // Deadline of a whole StepStream connection; 0: none (streams are long-lived).
@@ -54,8 +54,10 @@ struct ClientOptions {
 };
 
 // Fills `options` from the environment where a field is still empty:
-// DPLEDGER_TOKEN, DPLEDGER_TOKEN_FILE (first line), DPLEDGER_TENANT,
-// DPLEDGER_TLS_CA (a PEM file; implies tls), DPLEDGER_TLS_SERVER_NAME.
+// DPLEDGER_CLIENT_TOKEN, DPLEDGER_CLIENT_TOKEN_FILE (its first line),
+// DPLEDGER_CLIENT_TENANT, DPLEDGER_CLIENT_TLS_CA (a PEM file; implies tls),
+// DPLEDGER_CLIENT_TLS_SERVER_NAME. (The CLIENT_ infix keeps them apart from
+// dpledgerd's DPLEDGER_<FLAG> settings, e.g. its DPLEDGER_TOKEN_FILE.)
 absl::Status ApplyEnvironment(ClientOptions& options);
 
 // Reads a whole file (certificates, tokens, payloads). NOT_FOUND / INTERNAL naming `path`.
@@ -103,6 +105,10 @@ class Client {
   // grpc.health.v1.Health/Check: OK when the server says SERVING,
   // UNAVAILABLE otherwise. Not retried (probes want a prompt answer).
   absl::Status CheckHealth(const std::string& service = "", int64_t timeout_ms = 0);
+
+  // Connects the channel (if needed) and waits until it is READY or `timeout_ms`
+  // passes; true when READY. Useful while waiting for a server to come up.
+  bool WaitForConnected(int64_t timeout_ms);
 
   // Opens a StreamSteps connection for `job_id` (lazily: the first Write connects).
   std::unique_ptr<StepStream> OpenStream(const std::string& job_id);
@@ -165,9 +171,9 @@ class StepStream {
   std::string job_id_;
   std::unique_ptr<grpc::ClientContext> context_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::StreamStepsRequest, v1::StepAck>> stream_;
-  bool broken_ = false;    // a write failed: the next Read reconnects
+  bool broken_ = false;                 // a write failed: the next Read reconnects
   std::deque<v1::StepUpdate> pending_;  // written, not yet acknowledged, in seq order
-  int failures_ = 0;       // consecutive failed connections since the last ack
+  int failures_ = 0;                    // consecutive failed connections since the last ack
   int reconnects_ = 0;
 };
 

@@ -31,8 +31,10 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;
-    if (err == ENOENT) return absl::NotFoundError(absl::StrFormat("file '%s' does not exist", path));
-    return absl::InternalError(absl::StrFormat("cannot read file '%s': %s", path, std::strerror(err)));
+    if (err == ENOENT)
+      return absl::NotFoundError(absl::StrFormat("file '%s' does not exist", path));
+    return absl::InternalError(
+        absl::StrFormat("cannot read file '%s': %s", path, std::strerror(err)));
   }
   std::ostringstream out;
   out << in.rdbuf();
@@ -47,24 +49,26 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
 }
 
 absl::Status ApplyEnvironment(ClientOptions& options) {
-  if (options.bearer_token.empty()) options.bearer_token = Env("DPLEDGER_TOKEN");
+  if (options.bearer_token.empty()) options.bearer_token = Env("DPLEDGER_CLIENT_TOKEN");
   if (options.bearer_token.empty()) {
-    if (const std::string path = Env("DPLEDGER_TOKEN_FILE"); !path.empty()) {
+    if (const std::string path = Env("DPLEDGER_CLIENT_TOKEN_FILE"); !path.empty()) {
       auto token = ReadTokenFile(path);
       if (!token.ok()) return token.status();
       options.bearer_token = *token;
     }
   }
-  if (options.tenant.empty()) options.tenant = Env("DPLEDGER_TENANT");
+  if (options.tenant.empty()) options.tenant = Env("DPLEDGER_CLIENT_TENANT");
   if (options.tls_ca_pem.empty()) {
-    if (const std::string path = Env("DPLEDGER_TLS_CA"); !path.empty()) {
+    if (const std::string path = Env("DPLEDGER_CLIENT_TLS_CA"); !path.empty()) {
       auto pem = ReadFile(path);
       if (!pem.ok()) return pem.status();
       options.tls_ca_pem = *pem;
       options.tls = true;
     }
   }
-  if (options.tls_server_name.empty()) options.tls_server_name = Env("DPLEDGER_TLS_SERVER_NAME");
+  if (options.tls_server_name.empty()) {
+    options.tls_server_name = Env("DPLEDGER_CLIENT_TLS_SERVER_NAME");
+  }
   return absl::OkStatus();
 }
 

@@ -31,8 +31,8 @@ constexpr char kServiceUsage[] = R"(usage: dpledger --server HOST:PORT COMMAND [
 
 Connection flags (any command): --token T | --token-file F, --tenant NAME,
   --tls, --tls-ca F, --tls-server-name N, --timeout-ms N, --retries N.
-  Environment: DPLEDGER_TOKEN, DPLEDGER_TOKEN_FILE, DPLEDGER_TENANT,
-  DPLEDGER_TLS_CA, DPLEDGER_TLS_SERVER_NAME.
+  Environment: DPLEDGER_CLIENT_TOKEN, DPLEDGER_CLIENT_TOKEN_FILE, DPLEDGER_CLIENT_TENANT,
+  DPLEDGER_CLIENT_TLS_CA, DPLEDGER_CLIENT_TLS_SERVER_NAME.
 )";
 
 std::vector<std::string> After(const std::vector<std::string>& argv, size_t n) {

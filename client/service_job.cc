@@ -55,8 +55,8 @@ int RunJobCreate(const std::string& server, const std::vector<std::string>& argv
     } else if (*n == "replace_one") {
       request.set_neighbouring(v1::NEIGHBOURING_RELATION_REPLACE_ONE);
     } else {
-      return Fail(absl::InvalidArgumentError(absl::StrFormat(
-          "--neighbouring must be add_remove or replace_one, got '%s'", *n)));
+      return Fail(absl::InvalidArgumentError(
+          absl::StrFormat("--neighbouring must be add_remove or replace_one, got '%s'", *n)));
     }
   }
   auto seed = args->GetInt("seed");

@@ -19,7 +19,8 @@ void PrintRelease(const v1::ReleaseRecord& r) {
   if (r.guarantee() == v1::GUARANTEE_STATISTICAL) {
     std::printf(", failure probability %.3g", r.failure_probability());
   }
-  std::printf("\nclaimed     delta_est %.6g, tau %.6g, rho %.6g\n", r.delta_est(), r.tau(), r.rho());
+  std::printf("\nclaimed     delta_est %.6g, tau %.6g, rho %.6g\n", r.delta_est(), r.tau(),
+              r.rho());
   const v1::VerifierReport& v = r.verifier();
   std::printf("verifier    %s%s: %lld samples in %.3f s on %s, delta_hat %.6g, threshold %.6g\n",
               v.verifier().c_str(), v.fallback() ? " (fallback)" : "",

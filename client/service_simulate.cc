@@ -99,14 +99,10 @@ int RunSimulate(const std::string& server, const std::vector<std::string>& argv)
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (json) {
-    Json summary = {{"job_id", *job_id},
-                    {"admitted_updates", admitted},
-                    {"refused", refused},
-                    {"num_steps", last.num_steps()},
-                    {"last_seq", last.last_seq()},
-                    {"epsilon", BoundJson(last.spent())},
-                    {"seconds", seconds},
-                    {"reconnects", stream->reconnects()}};
+    Json summary = {{"job_id", *job_id},           {"admitted_updates", admitted},
+                    {"refused", refused},          {"num_steps", last.num_steps()},
+                    {"last_seq", last.last_seq()}, {"epsilon", BoundJson(last.spent())},
+                    {"seconds", seconds},          {"reconnects", stream->reconnects()}};
     std::cout << summary.dump() << "\n";
   } else {
     std::printf("%lld updates admitted%s in %.2f s (%.0f/s); epsilon %s at delta %.6g\n",

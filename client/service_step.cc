@@ -42,9 +42,9 @@ int RunStep(const std::string& server, const std::vector<std::string>& argv) {
     std::cout << AckJson(*ack).dump() << "\n";
   } else if (ack->admitted()) {
     std::printf("seq %lld %s: epsilon %s at delta %.6g; %lld steps\n",
-                static_cast<long long>(ack->seq()), ack->duplicate() ? "already admitted" : "admitted",
-                BoundText(ack->spent()).c_str(), ack->budget().delta(),
-                static_cast<long long>(ack->num_steps()));
+                static_cast<long long>(ack->seq()),
+                ack->duplicate() ? "already admitted" : "admitted", BoundText(ack->spent()).c_str(),
+                ack->budget().delta(), static_cast<long long>(ack->num_steps()));
   } else {
     std::printf("seq %lld refused: %s\n  epsilon would be %s, budget %.6g; spent stays %s\n",
                 static_cast<long long>(ack->seq()), ack->refusal_reason().c_str(),
@@ -87,7 +87,8 @@ int RunLedger(const std::string& server, const std::vector<std::string>& argv) {
     }
     if (!page->more() || page->entries_size() == 0) break;
   }
-  if (args->Has("json")) std::cout << Json{{"job_id", *job_id}, {"entries", entries}}.dump() << "\n";
+  if (args->Has("json"))
+    std::cout << Json{{"job_id", *job_id}, {"entries", entries}}.dump() << "\n";
   return 0;
 }
 

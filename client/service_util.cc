@@ -85,8 +85,8 @@ std::string StepSpec(const core::MechanismEvent& event) {
 }
 
 int FailRpc(const std::string& command, const absl::Status& status) {
-  std::cerr << "dpledger: " << command << ": " << absl::StatusCodeToString(status.code())
-            << ": " << status.message() << "\n";
+  std::cerr << "dpledger: " << command << ": " << absl::StatusCodeToString(status.code()) << ": "
+            << status.message() << "\n";
   return 2;
 }
 
@@ -108,7 +108,8 @@ Json BoundJson(const v1::Bound& b) {
             {"estimate", b.estimate()},
             {"upper", b.upper()},
             {"guarantee", GuaranteeName(b.guarantee())}};
-  if (b.guarantee() == v1::GUARANTEE_STATISTICAL) j["failure_probability"] = b.failure_probability();
+  if (b.guarantee() == v1::GUARANTEE_STATISTICAL)
+    j["failure_probability"] = b.failure_probability();
   return j;
 }
 
@@ -157,21 +158,18 @@ Json JobJson(const v1::Job& job) {
 }
 
 Json AckJson(const v1::StepAck& ack) {
-  Json j = {{"admitted", ack.admitted()},
-            {"seq", ack.seq()},
-            {"duplicate", ack.duplicate()},
-            {"epsilon", BoundJson(ack.spent())},
-            {"num_steps", ack.num_steps()},
-            {"last_seq", ack.last_seq()},
-            {"accountant", ack.accountant()},
-            {"budget", BudgetJson(ack.budget())}};
+  Json j = {{"admitted", ack.admitted()},     {"seq", ack.seq()},
+            {"duplicate", ack.duplicate()},   {"epsilon", BoundJson(ack.spent())},
+            {"num_steps", ack.num_steps()},   {"last_seq", ack.last_seq()},
+            {"accountant", ack.accountant()}, {"budget", BudgetJson(ack.budget())}};
   if (!ack.admitted()) {
     j["candidate"] = BoundJson(ack.candidate());
     j["refusal_reason"] = ack.refusal_reason();
   }
   if (ack.error_code() != 0) {
-    j["error"] = {{"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(ack.error_code()))},
-                  {"message", ack.error_message()}};
+    j["error"] = {
+        {"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(ack.error_code()))},
+        {"message", ack.error_message()}};
   }
   return j;
 }

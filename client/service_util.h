@@ -3,10 +3,9 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "client/cli_args.h"
@@ -18,19 +17,19 @@ namespace dpledger::cli {
 namespace v1 = ::dpledger::v1;
 using Json = nlohmann::ordered_json;
 
-// Flags every service command accepts (after the command name):
-//   --token T | --token-file F   bearer token (else $DPLEDGER_TOKEN / $DPLEDGER_TOKEN_FILE)
-//   --tenant NAME                tenant put in requests (else $DPLEDGER_TENANT)
+// Flags every service command accepts (after the command name); where one is
+// absent, client::ApplyEnvironment reads DPLEDGER_CLIENT_* (client.h):
+//   --token T | --token-file F   bearer token
+//   --tenant NAME                tenant put in requests
 //   --tls                        TLS with the system roots
-//   --tls-ca F                   TLS with these PEM roots (else $DPLEDGER_TLS_CA)
-//   --tls-server-name N          name checked in the certificate ($DPLEDGER_TLS_SERVER_NAME)
+//   --tls-ca F                   TLS with these PEM roots
+//   --tls-server-name N          name checked in the certificate
 //   --timeout-ms N               deadline of one attempt (default 30000)
 //   --retries N                  attempts per call, the first included (default 10)
 inline const std::vector<std::string> kConnectionFlags = {
     "token", "token-file", "tenant", "tls", "tls-ca", "tls-server-name", "timeout-ms", "retries"};
 // Switches (flags without a value) of the service commands.
-inline const std::vector<std::string> kServiceSwitches = {"json", "help", "tls",
-                                                          "include-payload"};
+inline const std::vector<std::string> kServiceSwitches = {"json", "help", "tls", "include-payload"};
 
 // Parses argv (after the subcommand words) and checks every flag is in `known`
 // or kConnectionFlags.

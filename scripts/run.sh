@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# The main job. Until the server lands, the offline CLI accounts a worked DP-SGD
-# example: 10,000 steps of sigma=1.0 at q=0.001, epsilon at delta=1e-9.
+# The main job (`make run`): start dpledgerd on localhost with its SQLite store under ./var.
+#   gRPC      127.0.0.1:50051 (plaintext, no auth: --insecure is for local use only)
+#   metrics   http://127.0.0.1:9464/metrics
+# Stop with Ctrl-C (SIGINT): the server drains its streams and flushes the store.
+# Try it:  dpledger --server 127.0.0.1:50051 job create --job demo --epsilon 8 --delta 1e-9
+# Settings can also come from the environment (DPLEDGER_<FLAG>, e.g. DPLEDGER_LOG_LEVEL=debug).
 set -euo pipefail
 BUILD_DIR=${1:-build}
-"$BUILD_DIR/client/dpledger" account --accountant pld --delta 1e-9 \
-  --step subsampled_gaussian:sigma=1.0,q=0.001,count=10000
+mkdir -p var
+exec "$BUILD_DIR/server/dpledgerd" --listen 127.0.0.1:50051 --data-dir var \
+  --metrics-listen 127.0.0.1:9464 --insecure

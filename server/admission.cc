@@ -11,18 +11,6 @@
 
 namespace dpledger::server {
 
-struct LedgerService::Item {
-  absl::Status input_error;  // conversion / validation error of this update
-  UpdateInput update;
-  std::string canonical;     // CanonicalSteps(update.steps)
-  int64_t total_count = 0;
-  enum class Kind { kError, kDuplicate, kNew, kNotAttempted, kSameAsEarlier };
-  Kind kind = Kind::kError;
-  absl::Status error;
-  int earlier = -1;          // kSameAsEarlier: index of the item with the same seq
-  Ack ack;
-};
-
 namespace {
 
 int64_t NowMs() {

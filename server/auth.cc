@@ -11,6 +11,9 @@
 namespace dpledger::server {
 namespace {
 
+// Debian 12's Abseil has its own string_view type: convert explicitly at the boundary.
+absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
 bool ValidTenant(std::string_view t) {
   if (t.empty() || t.size() > 64) return false;
   for (char c : t) {
@@ -47,10 +50,10 @@ absl::StatusOr<std::string> Authorize(const Caller& caller, std::string_view req
 absl::StatusOr<TokenTable> TokenTable::Parse(std::string_view text) {
   TokenTable table;
   int line_no = 0;
-  for (std::string_view line : absl::StrSplit(text, '\n')) {
+  for (absl::string_view line : absl::StrSplit(Av(text), '\n')) {
     ++line_no;
-    if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    std::vector<std::string_view> f = absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
+    if (size_t hash = line.find('#'); hash != absl::string_view::npos) line = line.substr(0, hash);
+    std::vector<std::string> f = absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
     if (f.empty()) continue;
     if (f.size() != 3) {
       return absl::InvalidArgumentError(absl::StrFormat(
@@ -63,7 +66,7 @@ absl::StatusOr<TokenTable> TokenTable::Parse(std::string_view text) {
     if (!ValidTenant(f[1])) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "token file line %d: tenant must be 1..64 characters of [A-Za-z0-9._-], got '%s'",
-          line_no, std::string(f[1])));
+          line_no, f[1]));
     }
     Role role;
     if (f[2] == "writer") {
@@ -72,9 +75,9 @@ absl::StatusOr<TokenTable> TokenTable::Parse(std::string_view text) {
       role = Role::kReader;
     } else {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "token file line %d: role must be reader or writer, got '%s'", line_no, std::string(f[2])));
+          "token file line %d: role must be reader or writer, got '%s'", line_no, f[2]));
     }
-    if (!table.tokens_.emplace(std::string(f[0]), Caller{std::string(f[1]), role, false}).second) {
+    if (!table.tokens_.emplace(f[0], Caller{f[1], role, false}).second) {
       return absl::InvalidArgumentError(
           absl::StrFormat("token file line %d: duplicate token", line_no));
     }
@@ -99,7 +102,7 @@ absl::StatusOr<Caller> TokenTable::Authenticate(
   }
   constexpr std::string_view kBearer = "Bearer ";
   if (authorization->size() <= kBearer.size() ||
-      !absl::EqualsIgnoreCase(authorization->substr(0, kBearer.size()), kBearer)) {
+      !absl::EqualsIgnoreCase(Av(authorization->substr(0, kBearer.size())), Av(kBearer))) {
     return absl::UnauthenticatedError("authorization metadata must be 'Bearer TOKEN'");
   }
   const std::string_view token = authorization->substr(kBearer.size());

@@ -56,6 +56,8 @@ struct LedgerOptions {
   int max_admission_group = 1024;       // pipelined stream updates admitted together
   int64_t max_payload_bytes = 8 << 20;  // Release payload
   int recent_updates_window = 4096;     // per job, for retries without a store read
+  bool release_use_mc = true;           // EVR Monte Carlo verifier first (release_verifier.h)
+  double release_mc_max_seconds = 60;   // its predicted-time cap; beyond: certified fallback
   core::AccountantOptions accountant_options;
   CommitterOptions committer;
 };
@@ -235,9 +237,24 @@ class LedgerService {
     int64_t num_releases = 0;
     std::deque<RecentUpdate> recent;    // the newest admitted updates, by seq
     CommitTicketPtr tail;               // the job's newest commit, null when none pending
+    // Last seq of a ledger prefix whose EVR verification sampled and did not accept: a
+    // retry would add false-positive exposure (mc-evr.md 4.8), so later releases of the
+    // same prefix use the certified path only. In memory: a restart forgets it.
+    int64_t evr_rejected_at_seq = -1;
   };
   using EntryPtr = std::shared_ptr<JobEntry>;
-  struct Item;  // admission bookkeeping, admission.cc
+  // Admission bookkeeping for one update (admission.cc).
+  struct Item {
+    absl::Status input_error;  // conversion / validation error of this update
+    UpdateInput update;
+    std::string canonical;     // CanonicalSteps(update.steps)
+    int64_t total_count = 0;
+    enum class Kind { kError, kDuplicate, kNew, kNotAttempted, kSameAsEarlier };
+    Kind kind = Kind::kError;
+    absl::Status error;
+    int earlier = -1;          // kSameAsEarlier: index of the item with the same seq
+    Ack ack;
+  };
 
   // The job's entry, loaded and locked. NOT_FOUND when the job does not exist.
   absl::StatusOr<EntryPtr> Acquire(const JobKey& key, std::unique_lock<std::mutex>& lock);

@@ -22,8 +22,9 @@ std::string CanonicalSteps(const std::vector<core::MechanismEvent>& steps) {
 
 absl::StatusOr<std::vector<core::MechanismEvent>> ParseCanonicalSteps(std::string_view text) {
   std::vector<core::MechanismEvent> out;
-  for (std::string_view part : absl::StrSplit(text, ';', absl::SkipEmpty())) {
-    absl::StatusOr<core::MechanismEvent> e = core::ParseStep(part);
+  for (absl::string_view part :
+       absl::StrSplit(absl::string_view(text.data(), text.size()), ';', absl::SkipEmpty())) {
+    absl::StatusOr<core::MechanismEvent> e = core::ParseStep(std::string_view(part.data(), part.size()));
     if (!e.ok()) return e.status();
     out.push_back(*e);
   }

@@ -74,7 +74,8 @@ struct ReleaseRow {
   double threshold = 0;
   std::string note;
   std::string payload_sha256;   // lower-case hex of payload
-  std::string payload;
+  std::string payload;          // may be left empty when read back without it
+  int64_t payload_size = 0;     // bytes of the stored payload
   int64_t ledger_seq = 0;
   int64_t num_steps = 0;
   int64_t create_time_ms = 0;

@@ -13,6 +13,7 @@ namespace dpledger::server {
 class MemoryStore final : public Store {
  public:
   std::string_view Backend() const override { return "memory"; }
+  using Store::Apply;
   absl::Status Apply(std::span<const WriteBatch* const> batches) override;
   absl::StatusOr<std::optional<JobRow>> GetJob(const JobKey& key) override;
   absl::StatusOr<std::vector<JobRow>> ListJobs(std::string_view tenant,

@@ -35,7 +35,7 @@ Metrics::Metrics(MetricsOptions options)
   commit_seconds_ = &BuildHistogram().Name("dpledger_store_commit_seconds").Help("Duration of one group commit").Register(*registry_).Add({}, LatencyBuckets());
   commit_batches_ = &BuildHistogram().Name("dpledger_store_commit_batches").Help("Batches per group commit").Register(*registry_).Add({}, Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096});
   job_epsilon_ = &BuildGauge().Name("dpledger_job_epsilon_spent").Help("Spent epsilon at the job's delta (upper bound)").Register(*registry_);
-  job_series_dropped_ = &BuildCounter().Name("dpledger_job_series_dropped_total").Help("Jobs not labelled in dpledger_job_epsilon_spent (cap reached)").Register(*registry_).Add({});
+  job_series_dropped_ = &BuildCounter().Name("dpledger_job_series_dropped_total").Help("Updates of jobs beyond the dpledger_job_epsilon_spent label cap").Register(*registry_).Add({});
   cached_jobs_ = &BuildGauge().Name("dpledger_cached_jobs").Help("Jobs whose accountant state is cached").Register(*registry_).Add({});
 }
 

@@ -1,11 +1,57 @@
 #include "server/release_verifier.h"
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_format.h"
+#include "core/evr/verifier.h"
 
 namespace dpledger::server {
+
+namespace {
+
+// Step 1: the EVR verifier. Returns an accepted outcome, or the reason it did not accept.
+absl::StatusOr<VerifyOutcome> RunEvr(const VerifyInput& in, std::string* why_not) {
+  core::VerifierOptions opts;
+  opts.tau = in.tau;
+  opts.rho = in.rho;
+  if (in.max_samples > 0) opts.max_samples = in.max_samples;
+  opts.max_seconds = in.mc_max_seconds;
+  absl::StatusOr<core::VerificationResult> r = core::Verify(in.events, in.epsilon, in.delta_est, opts);
+  if (!r.ok()) {
+    if (r.status().code() == absl::StatusCode::kInvalidArgument) return r.status();
+    *why_not = absl::StrFormat("EVR verifier unavailable for this ledger: %s",
+                               std::string(r.status().message()));
+    return VerifyOutcome{};
+  }
+  VerifyOutcome out;
+  out.verifier = "evr-mc";
+  out.threshold = r->thresholds.threshold;
+  out.backend = r->backend.empty() ? "none" : r->backend;
+  out.seconds = r->seconds;
+  for (const core::DirectionCheck& d : r->directions) {
+    out.num_samples += d.sampled ? d.estimate.num_samples : 0;
+    if (d.sampled) {
+      out.mc_attempted = true;
+      out.delta_hat = std::max(out.delta_hat, d.estimate.delta_hat);
+      if (out.seed == 0) out.seed = d.seed;
+    }
+  }
+  if (r->accepted && r->guarantee) {
+    out.accepted = true;
+    out.guarantee = r->guarantee->guarantee;
+    out.failure_probability = r->guarantee->failure_probability;
+    out.reason = absl::StrFormat("EVR %s: %s",
+                                 std::string(core::VerificationOutcomeName(r->outcome)), r->reason);
+    return out;
+  }
+  *why_not = absl::StrFormat("EVR %s: %s", std::string(core::VerificationOutcomeName(r->outcome)),
+                             r->reason);
+  return out;
+}
+
+}  // namespace
 
 absl::StatusOr<VerifyOutcome> VerifyRelease(const VerifyInput& in) {
   if (!std::isfinite(in.epsilon) || in.epsilon < 0) {
@@ -22,6 +68,14 @@ absl::StatusOr<VerifyOutcome> VerifyRelease(const VerifyInput& in) {
   if (!(in.rho > in.tau && in.rho <= 1) && !(in.tau == 1 && in.rho == 1)) {
     return absl::InvalidArgumentError(
         absl::StrFormat("rho must be in (tau, 1] = (%g, 1], got %g", in.tau, in.rho));
+  }
+  std::string evr_why_not = "EVR verifier not requested";
+  VerifyOutcome evr;
+  if (in.use_mc) {
+    absl::StatusOr<VerifyOutcome> e = RunEvr(in, &evr_why_not);
+    if (!e.ok()) return e.status();
+    if (e->accepted) return e;
+    evr = *e;
   }
   const auto start = std::chrono::steady_clock::now();
   const double threshold = in.delta_est / in.tau;  // the claimed statement's delta
@@ -44,8 +98,8 @@ absl::StatusOr<VerifyOutcome> VerifyRelease(const VerifyInput& in) {
         if (!why.ok()) break;
       }
     }
-    absl::StatusOr<core::DeltaBound> bound = why;
-    if (why.ok()) bound = (*acc)->DeltaForEpsilon(in.epsilon);
+    absl::StatusOr<core::DeltaBound> bound =
+        why.ok() ? (*acc)->DeltaForEpsilon(in.epsilon) : absl::StatusOr<core::DeltaBound>(why);
     if (bound.ok() && bound->guarantee != core::Guarantee::kCertified) {
       bound = absl::FailedPreconditionError("answer is not a certified bound");
     }
@@ -63,20 +117,26 @@ absl::StatusOr<VerifyOutcome> VerifyRelease(const VerifyInput& in) {
     out.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     out.accepted = bound->upper <= threshold;
+    out.num_samples = evr.num_samples;  // MC work spent before the fallback decided
+    out.seconds += evr.seconds;
+    out.backend = evr.backend;
+    out.seed = evr.seed;
+    out.mc_attempted = evr.mc_attempted;
     out.reason = out.accepted
                      ? absl::StrFormat(
-                           "the MC (EVR) verifier is not available in this build; a certified "
-                           "%s bound decided: delta(%g) <= %.6g <= delta_est/tau = %.6g",
-                           name, in.epsilon, bound->upper, threshold)
+                           "%s; a certified %s bound decided instead: delta(%g) <= %.6g <= "
+                           "delta_est/tau = %.6g",
+                           evr_why_not, name, in.epsilon, bound->upper, threshold)
                      : absl::StrFormat(
-                           "verification failed: certified %s upper bound on delta(%g) is "
+                           "verification failed: %s; certified %s upper bound on delta(%g) is "
                            "%.6g > delta_est/tau = %.6g; nothing was stored",
-                           name, in.epsilon, bound->upper, threshold);
+                           evr_why_not, name, in.epsilon, bound->upper, threshold);
     return out;
   }
   return absl::FailedPreconditionError(absl::StrFormat(
-      "no verifier can check this ledger (MC verifier not available; certified accountants: %s)",
-      tried));
+      "verification failed: %s; no certified accountant can bound this ledger (%s); nothing "
+      "was stored",
+      evr_why_not, tried));
 }
 
 }  // namespace dpledger::server

@@ -1,11 +1,15 @@
 // The release gate (issue 4 "Release (EVR gate)", mc-evr.md 4.8). VerifyRelease decides
 // whether the claim (epsilon, delta_est / tau) holds for a ledger.
 //
-// Until core/evr exposes its Monte Carlo verifier, the gate is a CERTIFIED accountant: it
-// accepts iff a certified upper bound on delta(epsilon) for the ledger is <= delta_est / tau.
-// That statement is then certified (failure probability 0), which is stronger than EVR's
-// statistical one; the response says so (verifier "certified-accountant:<name>",
-// fallback = true). The seam for the MC verifier is this one function.
+// 1. The EVR Monte Carlo verifier (core/evr/verifier.h) with fresh OS-entropy randomness:
+//    accepted -> the release is (epsilon, delta_est/tau)-DP, Guarantee kStatistical.
+// 2. When EVR does not accept (rejected, refused for its sample/time budget, or a step
+//    without a proven moment bound), a CERTIFIED accountant decides instead: accept iff
+//    its certified upper bound on delta(epsilon) is <= delta_est/tau (verifier
+//    "certified-accountant:<name>", fallback = true, failure probability 0). This keeps
+//    EVR's false-positive bound: the certified path only accepts claims that are true, so
+//    it adds acceptance only where releasing is (epsilon, delta_est/tau)-DP anyway.
+// Both failing -> rejected with both reasons. `use_mc = false` skips step 1.
 //
 // Thread safety: stateless; safe from any thread.
 #pragma once
@@ -28,6 +32,8 @@ struct VerifyInput {
   double rho = 0.995;
   int64_t max_samples = 0;
   std::string admitting_accountant;          // tried first by the certified fallback
+  bool use_mc = true;                        // run the EVR Monte Carlo verifier first
+  double mc_max_seconds = 60;                // EVR predicted-time cap; beyond it: fallback
   core::AccountantOptions accountant_options;
 };
 
@@ -44,6 +50,7 @@ struct VerifyOutcome {
   uint64_t seed = 0;
   double delta_hat = 0;                      // MC estimate, or the certified delta upper bound
   double threshold = 0;                      // accept iff delta_hat <= threshold
+  bool mc_attempted = false;                 // EVR drew verification samples (FP exposure)
 };
 
 // Errors: INVALID_ARGUMENT for bad parameters (naming epsilon / delta_est / tau / rho);

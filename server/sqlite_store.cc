@@ -102,6 +102,7 @@ ReleaseRow ReadRelease(const Stmt& q) {
   r.note = q.Text(c++);
   r.payload_sha256 = q.Text(c++);
   r.payload = q.Blob(c++);
+  r.payload_size = static_cast<int64_t>(r.payload.size());
   r.ledger_seq = q.Int(c++);
   r.num_steps = q.Int(c++);
   r.create_time_ms = q.Int(c++);
@@ -243,16 +244,14 @@ absl::Status SqliteStore::ApplyOne(const WriteBatch& batch) {
     }
     Stmt q(write_db_, Sql("INSERT INTO releases (", kReleaseColumns,
                           ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
-    int c = 1;
-    q.Bind(c++, r.release_id).Bind(c++, r.key.tenant).Bind(c++, r.key.job_id)
-        .Bind(c++, r.request_id).Bind(c++, r.epsilon).Bind(c++, r.delta).Bind(c++, r.delta_est)
-        .Bind(c++, r.tau).Bind(c++, r.rho).Bind(c++, static_cast<int>(r.guarantee))
-        .Bind(c++, r.failure_probability).Bind(c++, r.verifier).Bind(c++, r.fallback ? 1 : 0)
-        .Bind(c++, r.num_samples).Bind(c++, r.seconds).Bind(c++, r.backend).Bind(c++, r.seed)
-        .Bind(c++, r.delta_hat).Bind(c++, r.threshold).Bind(c++, r.note)
-        .Bind(c++, r.payload_sha256);
-    q.BindBlob(c++, r.payload);
-    q.Bind(c++, r.ledger_seq).Bind(c++, r.num_steps).Bind(c++, r.create_time_ms);
+    q.Bind(1, r.release_id).Bind(2, r.key.tenant).Bind(3, r.key.job_id).Bind(4, r.request_id)
+        .Bind(5, r.epsilon).Bind(6, r.delta).Bind(7, r.delta_est).Bind(8, r.tau).Bind(9, r.rho)
+        .Bind(10, static_cast<int>(r.guarantee)).Bind(11, r.failure_probability)
+        .Bind(12, r.verifier).Bind(13, r.fallback ? 1 : 0).Bind(14, r.num_samples)
+        .Bind(15, r.seconds).Bind(16, r.backend).Bind(17, r.seed).Bind(18, r.delta_hat)
+        .Bind(19, r.threshold).Bind(20, r.note).Bind(21, r.payload_sha256);
+    q.BindBlob(22, r.payload);
+    q.Bind(23, r.ledger_seq).Bind(24, r.num_steps).Bind(25, r.create_time_ms);
     if (absl::Status s = q.Run("insert release"); !s.ok()) {
       if (s.code() == absl::StatusCode::kAlreadyExists) {
         return absl::AlreadyExistsError(absl::StrFormat(

@@ -35,6 +35,7 @@ class SqliteStore final : public Store {
   ~SqliteStore() override;
 
   std::string_view Backend() const override { return "sqlite"; }
+  using Store::Apply;
   absl::Status Apply(std::span<const WriteBatch* const> batches) override;
   absl::StatusOr<std::optional<JobRow>> GetJob(const JobKey& key) override;
   absl::StatusOr<std::vector<JobRow>> ListJobs(std::string_view tenant,

@@ -39,7 +39,7 @@ std::string Capped(std::string_view message) {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), Capped(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), Capped(std::string(status.message())));
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {

@@ -17,7 +17,9 @@ using ::testing::HasSubstr;
 
 constexpr char kStep[] = "subsampled_gaussian:sigma=1,q=0.001,count=1";
 constexpr int kNumUpdates = 10000;
-constexpr double kBudgetEpsilon = 8.0;
+// 10,000 steps spend about 0.555 (pld, delta 1e-6), so a budget of 0.6 admits
+// them all and leaves room for a few thousand more (Remaining checks that count).
+constexpr double kBudgetEpsilon = 0.6;
 constexpr double kBudgetDelta = 1e-6;
 // Two certified intervals for the same true epsilon must overlap; the server and
 // the offline accountant run the same code on the same ledger, so their upper
@@ -111,14 +113,17 @@ TEST_F(StreamTest, TenThousandStreamedStepsAreAdmittedQueriedAndReleased) {
   EXPECT_LE(offline.lower, s->epsilon().upper());
   EXPECT_NEAR(s->epsilon().upper(), offline.upper, kSameAccountantRelTol * offline.upper);
 
-  // delta for epsilon inverts it: at the spent upper epsilon, delta <= budget delta.
+  // delta for epsilon inverts it: the true delta at the spent upper epsilon is at
+  // most the budget delta, so a certified lower bound must be too; the upper bound
+  // carries its own discretisation slack (a few percent, kInverseSlack).
+  constexpr double kInverseSlack = 1.05;
   v1::SpentRequest inverse;
   inverse.set_job_id("dpsgd-run");
   inverse.set_epsilon(s->epsilon().upper());
   auto d = c->Spent(inverse);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_LE(d->delta().lower(), kBudgetDelta);
-  EXPECT_LE(d->delta().upper(), kBudgetDelta * (1 + 1e-6));
+  EXPECT_LE(d->delta().upper(), kBudgetDelta * kInverseSlack);
 
   // Remaining: exactly that many more steps fit (checked by appending them).
   v1::RemainingRequest remaining;
@@ -129,15 +134,15 @@ TEST_F(StreamTest, TenThousandStreamedStepsAreAdmittedQueriedAndReleased) {
   ASSERT_GT(rem->max_additional_steps(), 0);
   EXPECT_LE(rem->spent_at_max().upper(), kBudgetEpsilon);
   const int64_t fit = rem->max_additional_steps();
-  auto too_many = c->AppendStep("dpsgd-run", kNumUpdates + 1,
-                                {absl::StrFormat("subsampled_gaussian:sigma=1,q=0.001,count=%d",
-                                                 fit + 1)});
+  auto too_many =
+      c->AppendStep("dpsgd-run", kNumUpdates + 1,
+                    {absl::StrFormat("subsampled_gaussian:sigma=1,q=0.001,count=%d", fit + 1)});
   ASSERT_TRUE(too_many.ok()) << too_many.status();
   EXPECT_FALSE(too_many->admitted());
   EXPECT_GT(too_many->candidate().upper(), kBudgetEpsilon);
-  auto exactly = c->AppendStep(
-      "dpsgd-run", kNumUpdates + 1,
-      {absl::StrFormat("subsampled_gaussian:sigma=1,q=0.001,count=%d", fit)});
+  auto exactly =
+      c->AppendStep("dpsgd-run", kNumUpdates + 1,
+                    {absl::StrFormat("subsampled_gaussian:sigma=1,q=0.001,count=%d", fit)});
   ASSERT_TRUE(exactly.ok()) << exactly.status();
   EXPECT_TRUE(exactly->admitted()) << exactly->refusal_reason();
   EXPECT_EQ(exactly->num_steps(), kNumUpdates + fit);

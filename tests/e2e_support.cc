@@ -41,9 +41,23 @@ std::vector<char*> CArgv(const std::vector<std::string>& argv) {
   return cargv;
 }
 
+// The test's environment without DPLEDGER_* settings (a developer's token or CA
+// must not leak into what the tests run), as a NULL-terminated envp.
+struct Environment {
+  std::vector<std::string> entries;
+  std::vector<char*> envp;
+  Environment() {
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::strncmp(*e, "DPLEDGER_", 9) != 0) entries.emplace_back(*e);
+    }
+    for (std::string& e : entries) envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
+};
+
 // exec in a forked child; never returns.
-[[noreturn]] void ExecChild(const std::vector<char*>& cargv) {
-  execv(cargv[0], cargv.data());
+[[noreturn]] void ExecChild(const std::vector<char*>& cargv, const Environment& env) {
+  execve(cargv[0], cargv.data(), env.envp.data());
   constexpr char kMsg[] = "e2e_support: exec failed\n";
   (void)!write(STDERR_FILENO, kMsg, sizeof(kMsg) - 1);
   _exit(127);
@@ -91,7 +105,8 @@ int PickFreePort() {
 void WriteFileOrDie(const std::string& path, const std::string& text) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0) Die("open " + path);
-  if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) Die("write " + path);
+  if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    Die("write " + path);
   close(fd);
 }
 
@@ -134,7 +149,8 @@ absl::Status ServerProcess::Start() {
     metrics_port_ = PickFreePort();
     if (metrics_port_ == port_) continue;
     last = StartOnce();
-    if (last.ok()) return last;
+    // Only a server that exited (e.g. could not bind) is retried on other ports.
+    if (last.ok() || !exited_early_) return last;
   }
   return last;
 }
@@ -142,9 +158,11 @@ absl::Status ServerProcess::Start() {
 absl::Status ServerProcess::StartOnce() {
   const std::vector<std::string> argv = Argv();
   const std::vector<char*> cargv = CArgv(argv);
+  const Environment env;
   const int log_fd = open(log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd < 0) Die("open " + log_path());
   const pid_t parent = getpid();
+  exited_early_ = false;
   const pid_t pid = fork();
   if (pid < 0) Die("fork");
   if (pid == 0) {
@@ -153,7 +171,7 @@ absl::Status ServerProcess::StartOnce() {
     if (getppid() != parent) _exit(1);
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
-    ExecChild(cargv);
+    ExecChild(cargv, env);
   }
   close(log_fd);
   pid_ = pid;
@@ -170,18 +188,21 @@ absl::Status ServerProcess::StartOnce() {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      return absl::UnavailableError(absl::StrFormat(
-          "dpledgerd exited with %d before serving; log tail:\n%s", DecodeWaitStatus(status),
-          LogTail()));
+      exited_early_ = true;
+      return absl::UnavailableError(
+          absl::StrFormat("dpledgerd exited with %d before serving; log tail:\n%s",
+                          DecodeWaitStatus(status), LogTail()));
     }
+    // Waiting on the channel drives the connection attempt (a plain sleep would
+    // leave it to gRPC's 5 s backup poller).
+    (*probe_client)->WaitForConnected(200);
     health = (*probe_client)->CheckHealth("", 1000);
     if (health.ok()) return absl::OkStatus();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   Kill9();
-  return absl::DeadlineExceededError(absl::StrFormat(
-      "dpledgerd not SERVING after %d ms (%s); log tail:\n%s", config_.ready_timeout_ms,
-      std::string(health.message()), LogTail()));
+  return absl::DeadlineExceededError(
+      absl::StrFormat("dpledgerd not SERVING after %d ms (%s); log tail:\n%s",
+                      config_.ready_timeout_ms, std::string(health.message()), LogTail()));
 }
 
 void ServerProcess::Kill9() {
@@ -223,6 +244,7 @@ std::string ServerProcess::LogTail(size_t max_bytes) const {
 
 CommandResult RunCommand(const std::vector<std::string>& argv, int64_t timeout_ms) {
   const std::vector<char*> cargv = CArgv(argv);
+  const Environment env;
   int out_pipe[2], err_pipe[2];
   // CLOEXEC: a server forked meanwhile by another thread must not hold the pipes open.
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) Die("pipe");
@@ -236,7 +258,7 @@ CommandResult RunCommand(const std::vector<std::string>& argv, int64_t timeout_m
     close(err_pipe[0]);
     close(out_pipe[1]);
     close(err_pipe[1]);
-    ExecChild(cargv);
+    ExecChild(cargv, env);
   }
   close(out_pipe[1]);
   close(err_pipe[1]);

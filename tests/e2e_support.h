@@ -61,7 +61,9 @@ class ServerProcess {
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
 
-  // Starts dpledgerd and waits until grpc.health.v1 says SERVING. The first
+  // Starts dpledgerd and waits until grpc.health.v1 says SERVING. Call it from a
+  // thread that outlives the server: PR_SET_PDEATHSIG kills the child when the
+  // thread that forked it ends. The first
   // start picks free ports (retrying a few times if the server cannot bind);
   // restarts reuse them so clients reconnect to the same address.
   absl::Status Start();
@@ -89,6 +91,7 @@ class ServerProcess {
   pid_t pid_ = -1;
   int port_ = 0;
   int metrics_port_ = 0;
+  bool exited_early_ = false;  // the last StartOnce saw the child exit before serving
 };
 
 // Runs `argv` (argv[0] a path) with stdout and stderr captured; killed after

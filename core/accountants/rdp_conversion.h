@@ -20,7 +20,7 @@
 namespace dpledger::core {
 
 // 1.01..1.99 by 0.01 (where long compositions put the optimum), 2..12 by 0.25,
-// 13..64 by 1, then a sparse tail to 1e4 (for tiny delta or few steps): 208 orders.
+// 13..64 by 1, then a sparse tail to 1e4 (for tiny delta or few steps): 219 orders.
 std::vector<double> DefaultRdpOrders();
 
 // OK when `orders` is non-empty, each order in [kMinRdpOrder, kMaxRdpOrder]

@@ -40,7 +40,9 @@ double RandomizedResponseRdp(double epsilon, double alpha);
 //   remove direction, which dominates add for alpha >= 1;
 // - subsampled_laplace (q < 1): max over both directions of K(alpha-1)/(alpha-1),
 //   K the PLRV cumulant generating function (core/plrv, Gauss-Legendre quadrature),
-//   capped by the randomized-response bound at the mechanism's worst-case loss;
+//   capped by the randomized-response bound at the mechanism's worst-case loss
+//   (that bound alone where the quadrature would exceed ~2e5 nodes: tiny scale
+//   with high orders);
 // - approx_dp with delta = 0 is pure DP; with delta > 0 it has no finite Renyi
 //   divergence: UNIMPLEMENTED.
 // INVALID_ARGUMENT naming `alpha` when the order is out of range; INTERNAL when a

@@ -38,6 +38,9 @@ double SubsampledGaussianLogMomentQuadrature(double sigma, double q, double alph
 
 // log A_alpha for real alpha > 1: the exact sum at integer orders, the
 // quadrature otherwise; q = 1 is the plain Gaussian alpha(alpha-1)/(2 sigma^2).
+// Where the quadrature would need over 1e6 points (sigma tiny and alpha/sigma
+// huge, e.g. sigma = 1e-3), a fractional order gets the chord between its integer
+// neighbours instead: an upper bound, since log A_alpha is convex in alpha.
 double SubsampledGaussianLogMoment(double sigma, double q, double alpha);
 
 }  // namespace dpledger::core

@@ -175,5 +175,24 @@ TEST(SubsampledGaussianMoment, ExtremeParametersStayFinite) {
   EXPECT_NEAR(huge_frac, 1000.5 * 999.5 / (2 * 0.01) + 1000.5 * std::log(0.01), 1e-9 * huge_frac);
 }
 
+TEST(SubsampledGaussianMoment, TinyNoiseFractionalOrdersUseTheConvexChord) {
+  // sigma = 1e-3 would need ~4e6 quadrature points even at alpha = 1.5; the
+  // chord of log A_1 = 0 and log A_2 bounds it from above instead.
+  const double chord = SubsampledGaussianLogMoment(1e-3, 0.01, 1.5);
+  const double a2 = SubsampledGaussianLogMomentInteger(1e-3, 0.01, 2);
+  EXPECT_DOUBLE_EQ(chord, 0.5 * a2);
+  const double high = SubsampledGaussianLogMoment(1e-3, 0.01, 100.5);
+  EXPECT_DOUBLE_EQ(high, 0.5 * (SubsampledGaussianLogMomentInteger(1e-3, 0.01, 100) +
+                                SubsampledGaussianLogMomentInteger(1e-3, 0.01, 101)));
+  // Where both exist, the chord lies above the quadrature (convexity).
+  for (double alpha : {1.5, 3.25, 9.9}) {
+    const auto n = static_cast<int64_t>(alpha);
+    const double f = alpha - static_cast<double>(n);
+    const double lo = n < 2 ? 0 : SubsampledGaussianLogMomentInteger(0.7, 0.05, n);
+    const double hi = SubsampledGaussianLogMomentInteger(0.7, 0.05, n + 1);
+    EXPECT_LT(SubsampledGaussianLogMoment(0.7, 0.05, alpha), (1 - f) * lo + f * hi);
+  }
+}
+
 }  // namespace
 }  // namespace dpledger::core

@@ -102,8 +102,8 @@ absl::StatusOr<std::unique_ptr<Accountant>> CreateSpaAccountant(const SpaOptions
     case SpaEstimator::kMsd1:
       return std::make_unique<SpaAccountant>(options);
   }
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "estimator must be clt, msd0 or msd1, got %d", static_cast<int>(options.estimator)));
+  return absl::InvalidArgumentError(absl::StrFormat("estimator must be clt, msd0 or msd1, got %d",
+                                                    static_cast<int>(options.estimator)));
 }
 
 }  // namespace dpledger::core

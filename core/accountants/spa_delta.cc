@@ -44,8 +44,10 @@ double SpaDeltaPoint::LogEstimate(SpaEstimator estimator) const {
   if (zero) return -kInf;
   if (!has_saddle) return log_upper;
   switch (estimator) {
-    case SpaEstimator::kClt: return log_clt;
-    case SpaEstimator::kMsd0: return log_msd0;
+    case SpaEstimator::kClt:
+      return log_clt;
+    case SpaEstimator::kMsd0:
+      return log_msd0;
     case SpaEstimator::kMsd1:
       // The factor tends to 11/12 as t0 -> 0 (spa.md 4.2) but the higher-order
       // terms can blow up at large tilts; a non-positive factor is no estimate.
@@ -68,19 +70,26 @@ absl::StatusOr<SpaDeltaPoint> EvaluateSpaDelta(const SpaLedgerCgf& cgf, double e
   // spa.md 3.1: K'(t0) = eps + 1/t0 + 1/(1 + t0).
   auto saddle = [epsilon](const SpaCumulants& c) {
     const double t = c.t, u = 1 + t;
-    return TiltEquationValue{c.k1 - epsilon - 1 / t - 1 / u, c.k2 + 1 / (t * t) + 1 / (u * u)};
+    return TiltEquationValue{c.k1 - epsilon - 1 / t - 1 / u, c.k2 + 1 / (t * t) + 1 / (u * u),
+                             std::fabs(c.k1) + std::fabs(epsilon) + 1 / t + 1 / u};
   };
   absl::StatusOr<std::optional<double>> t0 = SolveTiltEquation(cgf, saddle, options.t_start);
   if (!t0.ok()) return t0.status();
+  absl::StatusOr<SpaCumulants> at =
+      t0->has_value() ? cgf.At(**t0) : absl::StatusOr<SpaCumulants>(SpaCumulants{});
+  if (!at.ok()) return at.status();
 
-  if (!t0->has_value()) {
-    // Far tail: the capped tilt still gives the moments-accountant bound.
-    absl::StatusOr<Caps> caps = UpperCaps(cgf, epsilon, /*with_ma_ref=*/true, kSpaMaxTilt);
+  if (!t0->has_value() || at->degenerate || !(at->k2 > 0)) {
+    // Far tail (saddle beyond the cap) or a numerically degenerate tilted law:
+    // no SPA estimate, but (43) at its own minimiser (or at the cap) and the
+    // ess-sup bound still certify an upper bound.
+    const double t_start = t0->has_value() ? **t0 : kSpaMaxTilt;
+    absl::StatusOr<Caps> caps = UpperCaps(cgf, epsilon, /*with_ma_ref=*/true, t_start);
     if (!caps.ok()) return caps.status();
-    p.t0 = kSpaMaxTilt;
+    p.t0 = t_start;
     p.log_ma_ref = caps->log_ma_ref;
-    p.eta = kSpaEta + caps->k_abs_error;
-    p.log_upper = std::min(caps->log_cap + std::log1p(p.eta), 0.0);
+    p.log_margin = std::log1p(kSpaEta) + caps->k_abs_error;
+    p.log_upper = std::min(caps->log_cap + p.log_margin, 0.0);
     p.log_lower = -kInf;
     p.log_clt = p.log_msd0 = p.log_upper;
     p.msd1_factor = 1;
@@ -89,14 +98,9 @@ absl::StatusOr<SpaDeltaPoint> EvaluateSpaDelta(const SpaLedgerCgf& cgf, double e
 
   p.has_saddle = true;
   p.t0 = **t0;
-  absl::StatusOr<SpaCumulants> at = cgf.At(p.t0);
-  if (!at.ok()) return at.status();
   const SpaCumulants& c = *at;
   p.at_t0 = c;
   const double t = p.t0, u = 1 + t;
-  if (!(c.k2 > 0)) {
-    return absl::InternalError(absl::StrFormat("tilted variance K'' = %g at t0 = %g", c.k2, t));
-  }
   const double base = c.k - epsilon * t;  // log of exp(K(t0) - t0 eps)
 
   // SP-CLT (spa.md 4.3, Appendix B).
@@ -105,8 +109,8 @@ absl::StatusOr<SpaDeltaPoint> EvaluateSpaDelta(const SpaLedgerCgf& cgf, double e
   p.log_clt = base + LogGaussianThetaMean(t, s, gamma);
 
   // err_SP (spa.md 5.1): exp(K - t eps) theta_max(t) 1.12 P_t / K''^{3/2}.
-  p.log_err = base + LogThetaMax(t) + std::log(kSpaBerryEsseenFactor * c.abs3) -
-              1.5 * std::log(c.k2);
+  p.log_err =
+      base + LogThetaMax(t) + std::log(kSpaBerryEsseenFactor * c.abs3) - 1.5 * std::log(c.k2);
 
   // SP-MSD0 and SP-MSD1 (spa.md 4.1-4.2).
   const double phi2 = c.k2 + 1 / (t * t) + 1 / (u * u);
@@ -115,17 +119,20 @@ absl::StatusOr<SpaDeltaPoint> EvaluateSpaDelta(const SpaLedgerCgf& cgf, double e
   p.log_msd0 = base - std::log(t) - std::log1p(t) - 0.5 * (kLog2Pi + std::log(phi2));
   p.msd1_factor = 1 + phi4 / (8 * phi2 * phi2) - 5 * phi3 * phi3 / (24 * phi2 * phi2 * phi2);
 
-  // Certified interval (spa.md 5.2). eta also covers the modelled error of K_tot.
+  // Certified interval (spa.md 5.2): the factors (1 +- eta) become e^{+-margin},
+  // margin = log(1 + eta) + the modelled error of K_tot (which shifts log delta
+  // by at most that much).
   absl::StatusOr<Caps> caps = UpperCaps(cgf, epsilon, options.with_ma_ref, t);
   if (!caps.ok()) return caps.status();
   p.log_ma_ref = caps->log_ma_ref;
-  p.eta = kSpaEta + std::max(c.k_abs_error, caps->k_abs_error);
+  const double k_error = std::max(c.k_abs_error, caps->k_abs_error);
+  p.log_margin = std::log1p(kSpaEta) + k_error;
   const double log_err_margin = p.log_err + std::log1p(kSpaEtaP);
   const double log_clt_plus = LogAddExp(p.log_clt, log_err_margin);
   // delta <= 1 exactly, so the margin never lifts the bound above 1.
-  p.log_upper = std::min(std::min(log_clt_plus, caps->log_cap) + std::log1p(p.eta), 0.0);
+  p.log_upper = std::min(std::min(log_clt_plus, caps->log_cap) + p.log_margin, 0.0);
   p.log_lower = log_err_margin < p.log_clt
-                    ? LogSubExp(p.log_clt, log_err_margin) + std::log1p(-p.eta)
+                    ? LogSubExp(p.log_clt, log_err_margin) + std::log1p(-kSpaEta) - k_error
                     : -kInf;
   for (double v : {p.log_clt, p.log_err, p.log_msd0, p.msd1_factor, p.log_upper}) {
     if (std::isnan(v) || v == kInf) {

@@ -30,18 +30,22 @@ struct SpaDeltaPoint {
   double epsilon = 0;
   // eps >= ess sup of the composed loss: delta = 0 exactly, nothing else is set.
   bool zero = false;
-  // false when the saddle point lies beyond kSpaMaxTilt (eps far in the tail):
-  // then only the upper bound ((43), still valid at the capped tilt, and the
-  // ess-sup bound) is available; lower = 0 and every estimate is set to the upper.
+  // false when the saddle point lies beyond kSpaMaxTilt (eps far in the tail) or
+  // the tilted law there is numerically degenerate (SpaCumulants::degenerate):
+  // then only the upper bound ((43), valid at any tilt, and the ess-sup bound) is
+  // available; lower = 0 and every estimate is set to the upper.
   bool has_saddle = false;
   double t0 = 0;
-  SpaCumulants at_t0;               // K_tot and derivatives at t0
-  double log_clt = 0;               // SP-CLT
-  double log_err = 0;               // err_SP (without eta_P)
-  double log_msd0 = 0;              // SP-MSD0
-  double msd1_factor = 0;           // SP-MSD1 = SP-MSD0 * msd1_factor (may be <= 0)
-  double log_ma_ref = 0;            // (43) at its minimiser; +inf when not computed
-  double eta = kSpaEta;             // margin applied to the bounds
+  SpaCumulants at_t0;      // K_tot and derivatives at t0
+  double log_clt = 0;      // SP-CLT
+  double log_err = 0;      // err_SP (without eta_P)
+  double log_msd0 = 0;     // SP-MSD0
+  double msd1_factor = 0;  // SP-MSD1 = SP-MSD0 * msd1_factor (may be <= 0)
+  double log_ma_ref = 0;   // (43) at its minimiser; +inf when not computed
+  // log of the margin factor on the upper bound: log(1 + eta) + the modelled
+  // error of K_tot (SpaCumulants::k_abs_error); the lower bound uses
+  // log(1 - eta) - that error.
+  double log_margin = 0;
   double log_lower = 0, log_upper = 0;  // certified
   // log of the chosen estimate; SP-CLT when SP-MSD1's factor is not positive.
   double LogEstimate(SpaEstimator estimator) const;

@@ -11,7 +11,9 @@ namespace {
 
 // Error model for K_j (see SpaCumulants::k_abs_error).
 constexpr double kKRelError = 1e-12;
-constexpr double kKAbsError = 1e-15;
+constexpr double kKAbsError = 1e-14;
+// See SpaCumulants::degenerate.
+constexpr double kMinRelativeSpread = 1e-6;
 // ess sup is a sum of per-step maxima, each rounded: 1e-12 relative covers any
 // ledger's rounding by many orders.
 constexpr double kEssSupRoundUp = 1e-12;
@@ -35,6 +37,7 @@ void SpaLedgerCgf::SetLedger(std::span<const MechanismEvent> events) {
     } else {
       term.plrv = MakePlrv(e.mechanism, direction_);
     }
+    if (term.plrv->LossMin() == 0 && term.plrv->LossMax() == 0) continue;  // no privacy loss
     terms.push_back(std::move(term));
   }
   terms_ = std::move(terms);
@@ -49,6 +52,7 @@ absl::StatusOr<SpaCumulants> SpaLedgerCgf::At(double t) const {
   for (const Term& term : terms_) {
     auto it = term.cache.find(t);
     if (it == term.cache.end()) {
+      ++tilt_evaluations_;
       absl::StatusOr<TiltedMoments> m = term.plrv->Tilted(t);
       if (!m.ok()) return m.status();
       if (term.cache.size() >= kMaxCachedTilts) term.cache.clear();
@@ -63,6 +67,8 @@ absl::StatusOr<SpaCumulants> SpaLedgerCgf::At(double t) const {
     c.k4 += n * m.k4;
     c.abs3 += n * m.abs3;
     c.k_abs_error += n * (kKRelError * std::fabs(m.k) + kKAbsError);
+    const double min_spread = kMinRelativeSpread * std::fabs(m.k1);
+    if (!(m.k2 > min_spread * min_spread)) c.degenerate = true;
   }
   for (double v : {c.k, c.k1, c.k2, c.k3, c.k4, c.abs3}) {
     if (!std::isfinite(v)) {

@@ -11,6 +11,7 @@
 // serialise access, as for every Accountant.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -27,10 +28,15 @@ struct SpaCumulants {
   double t = 0;
   double k = 0, k1 = 0, k2 = 0, k3 = 0, k4 = 0;  // K_tot and its derivatives
   double abs3 = 0;                               // P_t = sum n_j E|(L_j)_t - E(L_j)_t|^3
-  // Modelled absolute error of k: sum_j n_j (1e-12 |K_j| + 1e-15), from the
+  // Modelled absolute error of k: sum_j n_j (1e-12 |K_j| + 1e-14), from the
   // quadrature accuracy measured against 40-digit references (spa_cgf_test.cc:
-  // <= 2e-12 relative, and a few ulps of log(z) with z near 1 at small t).
+  // <= 2e-12 relative, and ~1.1e-15 absolute from log(z) with z near 1 at small t).
   double k_abs_error = 0;
+  // Some mechanism's tilted law is (numerically) a point mass: its spread
+  // sqrt(K''_j) is below 1e-6 of its location |K'_j|, so the tilted mean carries
+  // rounding comparable to the spread and K'', P_t lose their relative accuracy
+  // (e.g. pure DP at tilts in the hundreds). Only t-free bounds are safe then.
+  bool degenerate = false;
 };
 
 class SpaLedgerCgf {
@@ -38,7 +44,8 @@ class SpaLedgerCgf {
   explicit SpaLedgerCgf(Direction direction) : direction_(direction) {}
 
   // Regroups `events` by distinct mechanism (first-appearance order, so sums run in
-  // a fixed order). Caches of mechanisms still present are kept.
+  // a fixed order); mechanisms whose loss is identically 0 (approx_dp with
+  // epsilon = delta = 0) are dropped. Caches of mechanisms still present are kept.
   void SetLedger(std::span<const MechanismEvent> events);
 
   Direction direction() const { return direction_; }
@@ -53,6 +60,9 @@ class SpaLedgerCgf {
   // +inf when any mechanism's loss is unbounded. delta(eps) = 0 for eps >= this.
   double ess_sup_upper() const { return ess_sup_upper_; }
 
+  // Number of Plrv::Tilted calls so far (cache misses), for benchmarks.
+  int64_t tilt_evaluations() const { return tilt_evaluations_; }
+
  private:
   struct Term {
     Mechanism mechanism;
@@ -64,6 +74,7 @@ class SpaLedgerCgf {
   Direction direction_;
   std::vector<Term> terms_;
   double ess_sup_upper_ = 0;
+  mutable int64_t tilt_evaluations_ = 0;
 };
 
 }  // namespace dpledger::core

@@ -30,8 +30,8 @@ absl::StatusOr<MaBoundValue> LogDeltaMaRef(const SpaLedgerCgf& cgf, double epsil
   if (epsilon >= cgf.ess_sup_upper()) return MaBoundValue{-kInf, 0, 0};
   // d/dt [K - t eps + log theta_max(t)] = K' - eps - log1p(1/t)   (44)
   auto g = [epsilon](const SpaCumulants& c) {
-    return TiltEquationValue{c.k1 - epsilon - std::log1p(1 / c.t),
-                             c.k2 + 1 / (c.t * (c.t + 1))};
+    return TiltEquationValue{c.k1 - epsilon - std::log1p(1 / c.t), c.k2 + 1 / (c.t * (c.t + 1)),
+                             std::fabs(c.k1) + std::fabs(epsilon) + std::log1p(1 / c.t)};
   };
   return AtSolvedTilt(cgf, g, t_start, [epsilon](const SpaCumulants& c) {
     return c.k - c.t * epsilon + LogThetaMax(c.t);
@@ -42,7 +42,8 @@ absl::StatusOr<MaBoundValue> EpsilonMa(const SpaLedgerCgf& cgf, double log_delta
   const double l = -log_delta;
   // d/dt [(K + L)/t] = 0  <=>  t K' - K - L = 0; the left side has slope t K''.
   auto g = [l](const SpaCumulants& c) {
-    return TiltEquationValue{c.t * c.k1 - c.k - l, c.t * c.k2};
+    return TiltEquationValue{c.t * c.k1 - c.k - l, c.t * c.k2,
+                             std::fabs(c.t * c.k1) + std::fabs(c.k) + std::fabs(l), c.k_abs_error};
   };
   absl::StatusOr<MaBoundValue> r =
       AtSolvedTilt(cgf, g, 0, [l](const SpaCumulants& c) { return (c.k + l) / c.t; });
@@ -54,12 +55,12 @@ absl::StatusOr<MaBoundValue> EpsilonMaRef(const SpaLedgerCgf& cgf, double log_de
   const double l = -log_delta;
   // F(t) = K + L + log theta_max(t); d/dt [F/t] = 0  <=>  t K' - K + log1p(t) - L = 0.
   auto g = [l](const SpaCumulants& c) {
-    return TiltEquationValue{c.t * c.k1 - c.k + std::log1p(c.t) - l,
-                             c.t * c.k2 + 1 / (1 + c.t)};
+    return TiltEquationValue{
+        c.t * c.k1 - c.k + std::log1p(c.t) - l, c.t * c.k2 + 1 / (1 + c.t),
+        std::fabs(c.t * c.k1) + std::fabs(c.k) + std::log1p(c.t) + std::fabs(l), c.k_abs_error};
   };
-  absl::StatusOr<MaBoundValue> r = AtSolvedTilt(cgf, g, 0, [l](const SpaCumulants& c) {
-    return (c.k + l + LogThetaMax(c.t)) / c.t;
-  });
+  absl::StatusOr<MaBoundValue> r = AtSolvedTilt(
+      cgf, g, 0, [l](const SpaCumulants& c) { return (c.k + l + LogThetaMax(c.t)) / c.t; });
   if (r.ok()) r->value = std::min(r->value, cgf.ess_sup_upper());
   return r;
 }

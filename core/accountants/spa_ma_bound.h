@@ -18,8 +18,8 @@
 namespace dpledger::core {
 
 struct MaBoundValue {
-  double value;  // log delta for LogDeltaMaRef, epsilon for the Epsilon* functions
-  double t;      // the tilt it was evaluated at
+  double value;        // log delta for LogDeltaMaRef, epsilon for the Epsilon* functions
+  double t;            // the tilt it was evaluated at
   double k_abs_error;  // SpaCumulants::k_abs_error at t
 };
 

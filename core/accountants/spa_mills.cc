@@ -1,15 +1,14 @@
 #include "core/accountants/spa_mills.h"
 
-#include <cmath>
-
 #include <boost/math/quadrature/gauss.hpp>
+#include <cmath>
 
 #include "core/util/log_math.h"
 
 namespace dpledger::core {
 namespace {
 
-constexpr double kHalfLog2Pi = 0.91893853320467274;   // log sqrt(2 pi)
+constexpr double kHalfLog2Pi = 0.91893853320467274;     // log sqrt(2 pi)
 constexpr double kLogSqrtHalfPi = 0.22579135264472744;  // log sqrt(pi/2)
 // spa.md 4.3: depth 60 matches erfcx to 3e-16 for x >= 3.
 constexpr int kContinuedFractionDepth = 60;

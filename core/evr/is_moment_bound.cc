@@ -85,7 +85,7 @@ absl::StatusOr<IsMomentBoundCalculator> IsMomentBoundCalculator::Create(
     std::tie(c.x_lo_, c.x_hi_) = c.XRange(step, theta_ref);
     std::vector<Group> groups = {
         {step, c.num_steps_, theta_ref, LogMgfP(theta_ref, step)}};
-    c.ComputeGrid(groups, &c.homogeneous_log_g_);
+    c.ComputeGrid(groups, options.num_cells, &c.homogeneous_log_g_);
   }
   return c;
 }
@@ -124,7 +124,7 @@ std::vector<IsMomentBoundCalculator::Group> IsMomentBoundCalculator::MakeGroups(
 }
 
 IsMomentBoundCalculator::GridValues IsMomentBoundCalculator::ComputeGrid(
-    const std::vector<Group>& groups, std::vector<double>* storage) const {
+    const std::vector<Group>& groups, int num_cells, std::vector<double>* storage) const {
   // z = theta_e x - log M_e maps each group's t-range into z; cover them all.
   double z_lo = kInf, z_hi = -kInf;
   for (const Group& g : groups) {
@@ -132,7 +132,7 @@ IsMomentBoundCalculator::GridValues IsMomentBoundCalculator::ComputeGrid(
     z_lo = std::min(z_lo, g.theta * x_lo - g.log_mgf);
     z_hi = std::max(z_hi, g.theta * x_hi - g.log_mgf);
   }
-  const int n = options_.num_cells;
+  const int n = num_cells;
   const double h = (z_hi - z_lo) / n;
   storage->assign(n + 1, 0.0);
   PointEvaluator eval(groups.size(), options_.max_lambda);
@@ -204,6 +204,11 @@ double IsMomentBoundCalculator::LogI(double b, const std::vector<Group>& groups,
 }
 
 absl::StatusOr<IsMomentBound> IsMomentBoundCalculator::Bound(std::span<const double> thetas) const {
+  return BoundWithCells(thetas, options_.num_cells);
+}
+
+absl::StatusOr<IsMomentBound> IsMomentBoundCalculator::BoundWithCells(std::span<const double> thetas,
+                                                                      int num_cells) const {
   if (thetas.size() != ledger_.size()) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "thetas must have one entry per ledger event (%d), got %d", ledger_.size(), thetas.size()));
@@ -221,23 +226,32 @@ absl::StatusOr<IsMomentBound> IsMomentBoundCalculator::Bound(std::span<const dou
     const double hx = (x_hi_ - x_lo_) / options_.num_cells;
     grid = GridValues{g.theta * x_lo_ - g.log_mgf, g.theta * hx, homogeneous_log_g_};
   } else {
-    grid = ComputeGrid(groups, &storage);
+    grid = ComputeGrid(groups, num_cells, &storage);
   }
   const double log_k = std::log(num_steps_);
-  IsMomentBound best{log_k + LogI(1, groups, grid), "max (b=1)"};
+  IsMomentBound best;
+  best.candidates.emplace_back("max (b=1)", log_k + LogI(1, groups, grid));
   for (size_t i = 0; i < options_.holder_a.size(); ++i) {
     const double a = options_.holder_a[i], b = a / (a - 1);
-    const double v = log_k + log_s_holder_[i] / a + LogI(b, groups, grid) / b;
-    if (v < best.log_nu) best = {v, absl::StrFormat("hoelder a=%g", a)};
+    best.candidates.emplace_back(absl::StrFormat("hoelder a=%g", a),
+                                 log_k + log_s_holder_[i] / a + LogI(b, groups, grid) / b);
   }
   if (groups.size() == 1) {
-    // Jensen bound (paper Lemma 20 / Thm E.3 with eps/q, [fix] P4; needs theta s^2 >= 1).
+    // Jensen bound (paper Lemma 20 / Thm E.3 with eps/q, [fix] P4; needs theta s^2 >= 1,
+    // [fix] P18).
     const Group& g = groups[0];
     const double p = g.theta * g.step.sigma * g.step.sigma;
     if (p >= 1) {
-      const double v = g.log_mgf - p * std::log1p(epsilon_ / (g.step.q * num_steps_)) -
-                       g.theta / 2 + log_s2_;
-      if (v < best.log_nu) best = {v, "jensen"};
+      best.candidates.emplace_back(
+          "jensen", g.log_mgf - p * std::log1p(epsilon_ / (g.step.q * num_steps_)) -
+                        g.theta / 2 + log_s2_);
+    }
+  }
+  best.log_nu = kInf;
+  for (const auto& [method, v] : best.candidates) {
+    if (v < best.log_nu) {
+      best.log_nu = v;
+      best.method = method;
     }
   }
   return best;
@@ -245,14 +259,20 @@ absl::StatusOr<IsMomentBound> IsMomentBoundCalculator::Bound(std::span<const dou
 
 IsTiltChoice IsMomentBoundCalculator::ChooseTilt() const {
   const std::vector<double> theta_h = ThetaH();
+  // One step type: the t-grid is cached, so the search uses the full grid. Several: a
+  // coarser grid during the search (any grid gives a valid bound), full grid at the end.
+  const int search_cells = homogeneous_ ? options_.num_cells : std::max(500, options_.num_cells / 8);
+  const int points = std::max(2, homogeneous_ ? options_.search_points
+                                              : options_.heterogeneous_search_points);
+  const int refine =
+      homogeneous_ ? options_.refine_iterations : options_.heterogeneous_refine_iterations;
   auto evaluate = [&](double s) {
     std::vector<double> thetas(theta_h.size());
     for (size_t i = 0; i < thetas.size(); ++i) thetas[i] = s * theta_h[i];
-    auto b = Bound(thetas);
-    // Bound fails only on invalid thetas, which s > 0 cannot produce.
-    return IsTiltChoice{thetas, s, b.ok() ? *b : IsMomentBound{kInf, "invalid"}};
+    auto b = BoundWithCells(thetas, search_cells);
+    // Fails only on invalid thetas, which s > 0 cannot produce.
+    return IsTiltChoice{thetas, s, b.ok() ? *b : IsMomentBound{kInf, "invalid", {}}};
   };
-  const int points = std::max(2, options_.search_points);
   const double step = (options_.s_max - options_.s_min) / (points - 1);
   IsTiltChoice best = evaluate(options_.s_min);
   int best_i = 0;
@@ -269,7 +289,7 @@ IsTiltChoice IsMomentBoundCalculator::ChooseTilt() const {
   const double ratio = 0.6180339887498949;
   double x1 = hi - ratio * (hi - lo), x2 = lo + ratio * (hi - lo);
   IsTiltChoice c1 = evaluate(x1), c2 = evaluate(x2);
-  for (int it = 0; it < options_.refine_iterations; ++it) {
+  for (int it = 0; it < refine; ++it) {
     if (c1.bound.log_nu < c2.bound.log_nu) {
       hi = x2;
       x2 = x1;
@@ -285,6 +305,10 @@ IsTiltChoice IsMomentBoundCalculator::ChooseTilt() const {
     }
     if (c1.bound.log_nu < best.bound.log_nu) best = c1;
     if (c2.bound.log_nu < best.bound.log_nu) best = c2;
+  }
+  if (search_cells != options_.num_cells) {
+    auto full = BoundWithCells(best.thetas, options_.num_cells);
+    if (full.ok() && full->log_nu < best.bound.log_nu) best.bound = *full;
   }
   return best;
 }

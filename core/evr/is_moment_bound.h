@@ -45,11 +45,18 @@ struct IsBoundOptions {
   double s_min = 0.4, s_max = 1.1;
   int search_points = 40;
   int refine_iterations = 25;
+  // Several step types: G^A must be recomputed for every candidate tilt, so the search
+  // runs on a grid of num_cells / 8 cells with these counts; the chosen tilt's nu is
+  // then recomputed on the full grid.
+  int heterogeneous_search_points = 16;
+  int heterogeneous_refine_iterations = 10;
 };
 
 struct IsMomentBound {
-  double log_nu = 0;   // log of the bound
+  double log_nu = 0;   // log of the bound: the smallest candidate
   std::string method;  // "max (b=1)", "hoelder a=2", "jensen"
+  // Every bound that applied, (method, log value); each is valid on its own.
+  std::vector<std::pair<std::string, double>> candidates;
 };
 
 struct IsTiltChoice {
@@ -90,7 +97,9 @@ class IsMomentBoundCalculator {
   IsMomentBoundCalculator() = default;
   std::vector<Group> MakeGroups(std::span<const double> thetas) const;
   // Fills `storage` with log G_ub on a z-grid covering every group; returns the grid.
-  GridValues ComputeGrid(const std::vector<Group>& groups, std::vector<double>* storage) const;
+  GridValues ComputeGrid(const std::vector<Group>& groups, int num_cells,
+                         std::vector<double>* storage) const;
+  absl::StatusOr<IsMomentBound> BoundWithCells(std::span<const double> thetas, int num_cells) const;
   // x range of the grid for one step type tilted by theta (spec 4.7.3 defaults,
   // widened on the left by the largest exponent b theta used in I(b)).
   std::pair<double, double> XRange(const GaussianStep& step, double theta) const;

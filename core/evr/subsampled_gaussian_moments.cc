@@ -80,9 +80,9 @@ double LogRFromLogPhi(int lambda, std::span<const double> log_phi, const Gaussia
   const double log_q = std::log(step.q), log_1mq = std::log1p(-step.q);
   LogSumAccumulator acc;
   for (int j = 0; j <= lambda; ++j) {
-    const double inner = LogAddExp(log_1mq + j * (j - 1.0) * inv2s2 + log_phi[j],
-                                   log_q + j * (j + 1.0) * inv2s2 + log_phi[j + 1]);
-    acc.Add(LogBinomial(lambda, j) + (lambda - j) * log_1mq + j * log_q + inner);
+    const double base = LogBinomial(lambda, j) + (lambda - j) * log_1mq + j * log_q;
+    acc.Add(base + log_1mq + j * (j - 1.0) * inv2s2 + log_phi[j]);
+    acc.Add(base + log_q + j * (j + 1.0) * inv2s2 + log_phi[j + 1]);
   }
   return acc.Result();
 }

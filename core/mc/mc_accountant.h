@@ -1,4 +1,28 @@
-// Monte Carlo accountant. STUB: being written.
+// Monte Carlo accountant (mc-evr.md 6): answers from reusable sample pools
+// (sample_pool.h), extended step by step as the ledger grows (spec 6.4) and
+// queried without new draws (spec 6.2). Every answer is Guarantee::kEstimate:
+// [lower, upper] is a normal-approximation confidence interval (z =
+// confidence_z), never a bound, so MC answers must not admit steps or releases
+// (spec 10.4); use EVR (core/evr) for that.
+//
+// Directions (spec 2.3): the remove direction comes from the main pool; when
+// the ledger has an asymmetric (subsampled) step, the add direction comes from
+// an SMC pool sampling the add law, except that delta_add = 0 exactly for
+// eps >= sum_i -log(1 - q_i). The answer is the worse direction.
+//
+// Sample count (spec 6.3): num_samples > 0 fixes m. num_samples = 0 starts at
+// 1e5 paths and doubles (Grow keeps the existing paths) at query time until
+// 1.96 SE/delta <= 1% and at least 100 paths are positive, capped at
+// max_samples (then the interval shows the larger error).
+//
+// IS tilt: target_epsilon > 0 fixes theta_i = theta_MM(sigma_i, q_i,
+// target_epsilon) (best for online accounting at a known epsilon). 0 tunes it per
+// query: delta(eps) tilts at eps; epsilon(delta) starts at an RDP upper bound
+// (Chernoff on the exact CGF) and re-tilts at its own answer while that moves
+// by more than 10% (at most 3 times); a pool is rebuilt only when its tilt
+// changes.
+//
+// Thread safety: not thread-safe (pools are caches filled by const queries).
 #pragma once
 
 #include <cstdint>
@@ -6,12 +30,26 @@
 
 #include "absl/status/statusor.h"
 #include "core/accountants/accountant.h"
+#include "core/mc/mc_estimate.h"
 
 namespace dpledger::core {
 
+enum class McAccountantEstimator {
+  kAuto,  // IS when every step is (subsampled) Gaussian and one has q < 1, else SMC
+  kSmc,
+  kImportanceSampling,  // UNIMPLEMENTED for other mechanisms
+};
+
 struct McAccountantOptions {
-  int64_t num_samples = 0;  // 0: the default rule
+  int64_t num_samples = 0;  // paths per pool; 0: the default rule above
   uint64_t seed = 0;
+  McAccountantEstimator estimator = McAccountantEstimator::kAuto;
+  McBackend backend = McBackend::kAuto;  // CUDA if a device is present, else CPU
+  double target_epsilon = 0;             // IS tilt; 0: tuned per query
+  int64_t initial_samples = 100000;      // default rule: start (spec 6.3 m0)
+  int64_t max_samples = int64_t{1} << 22;  // default rule: cap (~4.2e6 paths)
+  int num_threads = 0;                   // CPU backend; 0: all cores
+  double confidence_z = 1.959963984540054;  // two-sided 95%
 };
 
 absl::StatusOr<std::unique_ptr<Accountant>> CreateMcAccountant(const McAccountantOptions& options = {});

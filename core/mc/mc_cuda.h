@@ -52,6 +52,7 @@ struct PoolTotals {
   double sum_slope = 0;
   int64_t num_positive = 0;
   double max_loss = 0;  // max over paths of y (-inf for none)
+  double min_loss = 0;  // min over paths of y
 };
 std::string PoolEvaluate(const DevicePool* pool, int64_t num_steps, const double* epsilons,
                          int num_epsilons, bool mirror, PoolTotals* out);

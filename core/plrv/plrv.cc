@@ -209,7 +209,15 @@ class SubsampledGaussianPlrv final : public Plrv {
     // under Q. The add direction is K_add(t) = K_remove(-1 - t).
     const double tr = add_ ? -1 - t : t;
     const double shift = (tr + 1) / s_;
-    const double u_lo = std::min(0.0, shift) - 38, u_hi = std::max(0.0, shift) + 38;
+    double u_lo = std::min(0.0, shift) - 38, u_hi = std::max(0.0, shift) + 38;
+    if (add_ && t >= 0) {
+      // The add-direction log-integrand -t L(u) - u^2/2 is 1-strongly concave (L is
+      // convex in u and t >= 0), so its mass lies within 38 of its mode: the same
+      // cut-off as above, without the range [-t/s, 0] that grows with t.
+      const double mode = AddDirectionMode(t);
+      u_lo = mode - 38;
+      u_hi = mode + 38;
+    }
     const double h = std::min(0.1, s_ / 8);
     auto loss = [this](double u) {
       return LogAddExp(log_1mq_, log_q_ + u / s_ - 1 / (2 * s_ * s_));
@@ -231,6 +239,24 @@ class SubsampledGaussianPlrv final : public Plrv {
   }
   // t*(v): the output at which the remove-direction loss equals v > log(1-q).
   double TStar(double v) const { return 0.5 + s_ * s_ * (LogExpm1PlusQ(v) - log_q_); }
+
+  // Root u* in [-t/s, 0] of u + t L'(u) = 0 (t >= 0), the mode of e^{-t L(u)} phi(u).
+  // L'(u) = w(u)/s with w the sampled share q e^z/(1 - q + q e^z), z = u/s - 1/(2s^2);
+  // the left side is increasing (slope >= 1), so bisection is safe; 1e-6 suffices.
+  double AddDirectionMode(double t) const {
+    double lo = -t / s_, hi = 0;
+    while (hi - lo > 1e-6) {
+      const double u = 0.5 * (lo + hi);
+      const double z = log_q_ + u / s_ - 1 / (2 * s_ * s_);
+      const double w = std::exp(z - LogAddExp(log_1mq_, z));
+      if (u + t * w / s_ > 0) {
+        hi = u;
+      } else {
+        lo = u;
+      }
+    }
+    return 0.5 * (lo + hi);
+  }
 
   double s_, q_, log_q_, log_1mq_;
   bool add_;

@@ -28,6 +28,62 @@ TiltedMoments Finish(double log_norm, const Accum& a) {
 
 constexpr double kPi = 3.141592653589793;
 
+// Euler-Maclaurin correction of the trapezoid sum of p(u)|l(u) - m|^3 for its kink
+// (spa.md 10 item 9). Where d = l - m changes sign at u0, split the integrand into
+// a smooth part (trapezoid-exact to rounding) and s(u) 1{u > u0} with
+// s = 2 sign(l') rho (l - m)^3, which vanishes to third order at u0. For a grid
+// whose first point past u0 is u0 + theta h, the offset Euler-Maclaurin formula
+// gives  sum - integral = -sum_k h^k B_k(theta)/k! s^(k-1)(u0); with
+// s^(3) = 12 rho |l'|^3 and s^(4) = 48 |l'|^3 rho' + 72 sign(l') rho l'^2 l" the
+// k = 4, 5 terms are removed here. Against 40-digit mpmath (240 subsampled-Gaussian
+// cases, sigma 0.3-10, q 0.001-0.5, t 0.05-100, both directions) this takes the
+// worst relative error of P_t from 4.7e-6 to 2.5e-8.
+double KinkCorrection(double t, double u_lo, double h, double m, double gmax, double s_sum,
+                      const std::vector<double>& l,
+                      const std::function<double(double)>& loss,
+                      const std::function<double(double)>& log_weight) {
+  auto log_density = [&](double u) {
+    return log_weight(u) + t * loss(u) - 0.5 * u * u - 0.5 * std::log(2 * kPi);
+  };
+  double correction = 0;
+  for (size_t i = 0; i + 1 < l.size(); ++i) {
+    const double d0 = l[i] - m, d1 = l[i + 1] - m;
+    if ((d0 < 0) == (d1 < 0)) continue;
+    // u0 by bisection on the loss (60 halvings of h reach rounding).
+    double a = u_lo + i * h, b = a + h;
+    for (int it = 0; it < 60; ++it) {
+      const double c = 0.5 * (a + b);
+      if ((loss(c) - m < 0) == (d0 < 0)) {
+        a = c;
+      } else {
+        b = c;
+      }
+    }
+    const double u0 = 0.5 * (a + b);
+    // Derivatives by central differences: ~1e-6 relative suffices (the correction
+    // is itself ~1e-6 of P_t).
+    constexpr double kDiffStep = 1e-3;
+    const double lp = loss(u0 + kDiffStep), lm = loss(u0 - kDiffStep), l0 = loss(u0);
+    const double dl = (lp - lm) / (2 * kDiffStep);
+    const double d2l = (lp - 2 * l0 + lm) / (kDiffStep * kDiffStep);
+    const double dlog_rho =
+        (log_density(u0 + kDiffStep) - log_density(u0 - kDiffStep)) / (2 * kDiffStep);
+    const double rho = std::exp(log_density(u0) - gmax) / (s_sum * h);  // normalised density
+    const double theta = (u_lo + (i + 1) * h - u0) / h;
+    const double th2 = theta * theta;
+    const double b4 = th2 * th2 - 2 * th2 * theta + th2 - 1.0 / 30;
+    const double b5 = th2 * th2 * theta - 2.5 * th2 * th2 + (5.0 / 3) * th2 * theta - theta / 6;
+    const double abs_dl3 = std::fabs(dl) * dl * dl;
+    const double sign = d1 > d0 ? 1.0 : -1.0;
+    const double s3 = 12 * rho * abs_dl3;
+    const double s4 = 48 * abs_dl3 * rho * dlog_rho + 72 * sign * rho * dl * dl * d2l;
+    const double h4 = h * h * h * h;
+    // integral = sum + h^4 B4(theta)/24 s^(3) + h^5 B5(theta)/120 s^(4).
+    correction += h4 * b4 / 24 * s3 + h4 * h * b5 / 120 * s4;
+  }
+  return correction;
+}
+
 }  // namespace
 
 TiltedMoments TiltedFromParts(double t, const std::vector<LossAtom>& atoms,
@@ -114,6 +170,7 @@ TiltedMoments TiltedTrapezoid(double t, double u_lo, double u_hi, double h,
     acc.c4 += p * d2 * d2;
     acc.a3 += p * d2 * std::fabs(d);
   }
+  acc.a3 += KinkCorrection(t, u_lo, h, acc.m1, gmax, s, l, loss, log_weight);
   return Finish(gmax + std::log(h * s), acc);
 }
 

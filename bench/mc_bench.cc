@@ -1,0 +1,131 @@
+// Monte Carlo pool throughput (mc-evr.md 6.4, 7) next to the machine's limit for
+// the same per-sample work, and online DP-SGD accounting.
+//
+//   BM_PoolAppend/{smc,is}: one subsampled-Gaussian step appended to every path
+//     of a 2^16-path pool on ONE thread; items = path-steps, so items/s is the
+//     per-core rate.
+//   BM_Limit*: the same arithmetic in a register loop with no pool, no memory
+//     and no threads: Philox alone, Philox + Box-Muller, and Philox + normal +
+//     the loss log/exp (= one SMC step). Ratio pool / limit = pool efficiency.
+//   BM_OnlineDpSgd/steps: IS pool (1e4 paths, all cores), DP-SGD sigma 1,
+//     q 1e-3; append one step, then epsilon(delta = 1e-9) warm-started from the
+//     previous answer, after every step. Reports total wall time.
+#include <cmath>
+#include <memory>
+
+#include "benchmark/benchmark.h"
+#include "core/mc/mc_sample_math.h"
+#include "core/mc/mc_step.h"
+#include "core/mc/pool_query.h"
+#include "core/mc/sample_pool.h"
+
+namespace dpledger::core {
+namespace {
+
+constexpr int64_t kPaths = int64_t{1} << 16;
+
+void BM_PoolAppend(benchmark::State& state) {
+  const bool is = state.range(0) == 1;
+  SamplePoolOptions o;
+  o.estimator = is ? McEstimator::kImportanceSampling : McEstimator::kSmc;
+  o.num_paths = kPaths;
+  o.seed = 1;
+  o.target_epsilon = 2.0;
+  o.backend = McBackend::kCpu;
+  o.num_threads = 1;
+  auto pool = CreateSamplePool(o);
+  const Mechanism m = *Mechanism::SubsampledGaussian(1.0, 1e-3);
+  for (auto _ : state) {
+    if (!(*pool)->Append({m, 1}).ok()) state.SkipWithError("append failed");
+  }
+  state.SetItemsProcessed(state.iterations() * kPaths);
+  state.SetLabel(is ? "is" : "smc");
+}
+BENCHMARK(BM_PoolAppend)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+mc::McStep DpSgdStep() { return mc::MakeMcStep(*Mechanism::SubsampledGaussian(1.0, 1e-3), Direction::kRemove); }
+
+void BM_LimitPhilox(benchmark::State& state) {
+  uint32_t acc = 0;
+  uint64_t i = 0;
+  for (auto _ : state) {
+    for (int j = 0; j < 1024; ++j) acc ^= mc::DrawBlock(7, i++, 3, 0, 0).v[1];
+  }
+  benchmark::DoNotOptimize(acc);
+  state.SetItemsProcessed(state.iterations() * 1024);
+}
+BENCHMARK(BM_LimitPhilox);
+
+void BM_LimitPhiloxNormal(benchmark::State& state) {
+  double acc = 0;
+  uint64_t i = 0;
+  for (auto _ : state) {
+    for (int j = 0; j < 1024; ++j) acc += mc::StandardNormal(mc::DrawBlock(7, i++, 3, 0, 0));
+  }
+  benchmark::DoNotOptimize(acc);
+  state.SetItemsProcessed(state.iterations() * 1024);
+}
+BENCHMARK(BM_LimitPhiloxNormal);
+
+void BM_LimitSmcStep(benchmark::State& state) {
+  const mc::McStep s = DpSgdStep();
+  double acc = 0;
+  uint64_t i = 0;
+  for (auto _ : state) {
+    for (int j = 0; j < 1024; ++j) acc += mc::SampleLoss(s, mc::DrawBlock(7, i++, 3, 0, 0));
+  }
+  benchmark::DoNotOptimize(acc);
+  state.SetItemsProcessed(state.iterations() * 1024);
+}
+BENCHMARK(BM_LimitSmcStep);
+
+// The untilted IS step's arithmetic: loss plus the running LSE of a(t).
+void BM_LimitIsStep(benchmark::State& state) {
+  mc::McStep s = *mc::MakeTiltedMcStep(*Mechanism::SubsampledGaussian(1.0, 1e-3),
+                                       mc::ThetaMm(1.0, 1e-3, 2.0));
+  double acc = 0, lse = -kInf;
+  uint64_t i = 0;
+  for (auto _ : state) {
+    for (int j = 0; j < 1024; ++j) {
+      const double t = mc::GaussianKindOutput(s, mc::DrawBlock(7, i++, 3, 0, 0), false);
+      acc += mc::GaussianKindLoss(s, t);
+      lse = LogAddExp(lse, mc::TiltLogRatio(s, t));
+    }
+  }
+  benchmark::DoNotOptimize(acc);
+  benchmark::DoNotOptimize(lse);
+  state.SetItemsProcessed(state.iterations() * 1024);
+}
+BENCHMARK(BM_LimitIsStep);
+
+void BM_OnlineDpSgd(benchmark::State& state) {
+  const int64_t steps = state.range(0);
+  const Mechanism m = *Mechanism::SubsampledGaussian(1.0, 1e-3);
+  double eps = 0;
+  for (auto _ : state) {
+    SamplePoolOptions o;
+    o.estimator = McEstimator::kImportanceSampling;
+    o.num_paths = 10000;
+    o.seed = 2;
+    o.target_epsilon = 0.75;  // theta_MM(0.75): near the final epsilon(1e-9) at 1e4 steps
+    o.backend = McBackend::kAuto;
+    auto pool = CreateSamplePool(o);
+    double last = -1;
+    int64_t evaluations = 0;
+    for (int64_t n = 0; n < steps; ++n) {
+      if (!(*pool)->Append({m, 1}).ok()) state.SkipWithError("append failed");
+      auto e = PoolEpsilonForDelta(**pool, 1e-9, Direction::kRemove, last);
+      if (!e.ok()) state.SkipWithError("epsilon failed");
+      last = e->epsilon;
+      evaluations += e->evaluations;
+    }
+    eps = last;
+    state.counters["passes_per_step"] = static_cast<double>(evaluations) / steps;
+    state.SetLabel((*pool)->Backend() == "cuda" ? "cuda" : "cpu");
+  }
+  state.counters["final_epsilon"] = eps;
+}
+BENCHMARK(BM_OnlineDpSgd)->Arg(1000)->Arg(10000)->Unit(benchmark::kSecond)->Iterations(1);
+
+}  // namespace
+}  // namespace dpledger::core

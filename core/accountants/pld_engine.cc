@@ -1,0 +1,304 @@
+#include "core/accountants/pld_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "core/accountants/pld_window.h"
+#include "core/util/log_math.h"
+
+namespace dpledger::core {
+namespace {
+
+// Share of the certified delta that truncation may add (pessimistic) in total:
+// it moves epsilon by about kTruncationShare / tilt, far inside the accuracy target.
+constexpr double kTruncationShare = 1e-4;
+// Tilted mass allowed to wrap around the FFT circle, relative to the height of the
+// composed tilted law (about h / sd): far below its FFT round-off.
+constexpr double kWrapShare = 1e-12;
+// Step-tail masses are kept within these (powers of 10, for cache reuse).
+constexpr double kMinStepTail = 1e-250, kMaxStepTail = 1e-10;
+// When a first grid does not fit max_grid_points, coarsen this many times.
+constexpr int kMaxCoarsenings = 8;
+
+double FloorPow2(double x) { return std::exp2(std::floor(std::log2(x))); }
+double FloorPow10(double x) { return std::pow(10.0, std::floor(std::log10(x))); }
+
+// The direction whose law a step of `m` has (symmetric mechanisms: one law).
+Direction LawDirection(const Mechanism& m, Direction d) {
+  return m.is_symmetric() ? Direction::kRemove : d;
+}
+
+}  // namespace
+
+template <typename K, typename V>
+std::shared_ptr<const V> PldEngine::Cache<K, V>::Find(const K& key) {
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].key == key) {
+      Entry e = std::move(entries[i]);
+      entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(i));
+      entries.push_back(std::move(e));
+      return entries.back().value;
+    }
+  }
+  return nullptr;
+}
+
+template <typename K, typename V>
+void PldEngine::Cache<K, V>::Put(const K& key, std::shared_ptr<const V> value, size_t bytes) {
+  while (!entries.empty() && total_bytes + bytes > cap_bytes) {
+    total_bytes -= entries.front().bytes;
+    entries.erase(entries.begin());
+  }
+  entries.push_back({key, std::move(value), bytes});
+  total_bytes += bytes;
+}
+
+absl::StatusOr<std::shared_ptr<const PldEngine::StepEntry>> PldEngine::Step(const StepKey& key) {
+  if (auto hit = steps_.Find(key)) return hit;
+  absl::StatusOr<StepDiscretization> d = DiscretizeStep(
+      *MakePlrv(key.mechanism, key.direction), key.h, key.tail, options_.max_grid_points);
+  if (!d.ok()) return d.status();
+  auto e = std::make_shared<StepEntry>();
+  e->disc = std::move(*d);
+  e->pess = PessimisticPmf(e->disc);
+  const size_t bytes = 8 * (4 * e->disc.pess_mass.size() + 64);  // pess, opt (3 each), pmf
+  steps_.Put(key, e, bytes);
+  return std::shared_ptr<const StepEntry>(e);
+}
+
+absl::StatusOr<std::shared_ptr<const PldEngine::TiltEntry>> PldEngine::Tilted(const TiltKey& key) {
+  if (auto hit = tilts_.Find(key)) return hit;
+  absl::StatusOr<std::shared_ptr<const StepEntry>> step = Step(key.step);
+  if (!step.ok()) return step.status();
+  auto e = std::make_shared<TiltEntry>();
+  e->pmf = key.side == PldSide::kPessimistic ? (*step)->pess
+                                             : OptimisticPmf((*step)->disc, key.tilt);
+  e->tilted = Tilt(e->pmf, key.tilt);
+  const TiltedPmf untilted = Tilt(e->pmf, 0);
+  e->mean0 = untilted.mean;
+  e->var0 = untilted.var;
+  tilts_.Put(key, e, 8 * (2 * e->pmf.log_mass.size() + 64));
+  return std::shared_ptr<const TiltEntry>(e);
+}
+
+absl::StatusOr<std::shared_ptr<const Spectrum>> PldEngine::SpectrumFor(const SpectrumKey& key) {
+  if (auto hit = spectra_.Find(key)) return hit;
+  absl::StatusOr<std::shared_ptr<const TiltEntry>> t = Tilted(key.tilted);
+  if (!t.ok()) return t.status();
+  auto s = std::make_shared<Spectrum>(ComputeSpectrum((*t)->tilted, key.n));
+  spectra_.Put(key, s, 16 * s->values.size() + 64);
+  return std::shared_ptr<const Spectrum>(s);
+}
+
+absl::StatusOr<ComposedWindow> PldEngine::ComposeSide(std::span<const MechanismEvent> events,
+                                                      Direction direction, const PldPlan& plan,
+                                                      double h, double tail, double log_budget,
+                                                      PldSide side) {
+  std::vector<TiltKey> keys;
+  std::vector<std::shared_ptr<const TiltEntry>> held;
+  std::vector<WindowPart> parts;
+  for (const MechanismEvent& e : events) {
+    TiltKey key{{e.mechanism, LawDirection(e.mechanism, direction), h, tail}, plan.tilt, side};
+    absl::StatusOr<std::shared_ptr<const TiltEntry>> t = Tilted(key);
+    if (!t.ok()) return t.status();
+    held.push_back(*t);
+    keys.push_back(key);
+    parts.push_back({&(*t)->pmf, &(*t)->tilted, (*t)->mean0, (*t)->var0, e.count});
+  }
+  WindowBudget budget;
+  budget.log_untilted = log_budget;
+  budget.log_wrap = std::log(kWrapShare * h / std::max(plan.sd, h));
+  absl::StatusOr<WindowPlan> wp = PlanWindow(parts, h, plan.tilt, budget, options_.max_grid_points);
+  if (!wp.ok()) return wp.status();
+  std::vector<std::shared_ptr<const Spectrum>> spectra;
+  std::vector<SpectrumPower> powers;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    absl::StatusOr<std::shared_ptr<const Spectrum>> s = SpectrumFor({keys[i], wp->n});
+    if (!s.ok()) return s.status();
+    spectra.push_back(*s);
+    powers.push_back({spectra.back().get(), parts[i].count});
+  }
+  const CircularPmf circular = ComposeCircular(powers);
+  return AssembleWindow(*wp, circular, parts, side);
+}
+
+absl::StatusOr<PldEngine::Curves> PldEngine::Compute(std::span<const MechanismEvent> events,
+                                                     Direction direction, const PldPlan& plan,
+                                                     double h, double log_delta_target) {
+  const double log_budget = std::log(kTruncationShare) + log_delta_target;
+  double tail = options_.tail_mass_truncation;
+  if (tail <= 0) {
+    const double t = std::exp(log_budget) / std::max(plan.num_steps, 1.0);
+    tail = FloorPow10(std::clamp(t, kMinStepTail, kMaxStepTail));
+  }
+  absl::StatusOr<ComposedWindow> pess =
+      ComposeSide(events, direction, plan, h, tail, log_budget, PldSide::kPessimistic);
+  if (!pess.ok()) return pess.status();
+  absl::StatusOr<ComposedWindow> opt =
+      ComposeSide(events, direction, plan, h, tail, log_budget, PldSide::kOptimistic);
+  if (!opt.ok()) return opt.status();
+  return Curves{PldCurve(*pess), PldCurve(*opt), static_cast<int64_t>(pess->w.size()),
+                pess->outside};
+}
+
+double PldEngine::InitialStep(std::span<const MechanismEvent> events, Direction direction,
+                              const PldPlan& plan, double epsilon_scale) const {
+  if (options_.value_discretization_interval > 0) {
+    return FloorPow2(options_.value_discretization_interval);
+  }
+  double h = ChooseStep(plan, 0.25 * options_.relative_accuracy * epsilon_scale);
+  // A window of ~40 standard deviations, and each bounded step's whole support,
+  // must fit the grid cap (a lopsided two-atom law has a tiny sd but a wide support).
+  const double cap = static_cast<double>(options_.max_grid_points);
+  double min_h = 40 * plan.sd / cap;
+  for (const MechanismEvent& e : events) {
+    std::unique_ptr<Plrv> plrv = MakePlrv(e.mechanism, direction);
+    const double width = plrv->LossMax() - plrv->LossMin();
+    if (std::isfinite(width)) min_h = std::max(min_h, 4 * width / cap);
+  }
+  while (h < min_h) h *= 2;
+  return h;
+}
+
+absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> events,
+                                             Direction direction, double epsilon,
+                                             double dominated_below) {
+  // At or above the largest finite loss, delta(eps) = Pr[S = +inf] exactly.
+  double max_loss = 0, log_finite = 0;
+  for (const MechanismEvent& e : events) {
+    std::unique_ptr<Plrv> plrv = MakePlrv(e.mechanism, direction);
+    max_loss += static_cast<double>(e.count) * plrv->LossMax();
+    log_finite += static_cast<double>(e.count) * std::log1p(-plrv->InfiniteLossMass());
+  }
+  if (epsilon >= max_loss) {
+    const double inf = -std::expm1(log_finite);
+    return PldInterval{inf, inf, 0, 0, 0};
+  }
+  absl::StatusOr<PldPlan> plan = PlanForEpsilon(events, direction, epsilon);
+  if (!plan.ok()) return plan.status();
+  const bool fixed = options_.value_discretization_interval > 0;
+  double h = InitialStep(events, direction, *plan, std::max(epsilon, plan->sd));
+  // Truncation budgets are relative to the delta being computed, unknown at first:
+  // start from the plan's estimate and tighten once if truncation came too close.
+  double log_target = plan->log_delta_ref;
+  PldInterval result;
+  bool have = false, retargeted = false;
+  int coarsenings = 0;
+  for (int r = 0; r <= (fixed ? 0 : options_.max_refinements);) {
+    absl::StatusOr<Curves> c = Compute(events, direction, *plan, h, log_target);
+    if (!c.ok()) {
+      if (c.status().code() != absl::StatusCode::kOutOfRange) return c.status();
+      if (have) break;  // refining further does not fit: keep the certified answer
+      if (fixed || ++coarsenings > kMaxCoarsenings) return c.status();
+      h *= 2;
+      continue;
+    }
+    const double up = std::min(1.0, std::exp(c->pess.LogDelta(epsilon)));
+    const double low = std::min(up, std::exp(c->opt.LogDelta(epsilon)));
+    if (!retargeted && c->outside > 1e-3 * up && up > 0) {
+      retargeted = true;
+      log_target = std::log(up) + std::log(1e-3 * up / c->outside);
+      if (log_target < plan->log_delta_ref) continue;
+    }
+    // Every grid gives a certified interval: keep their intersection, and stop
+    // refining once a finer grid no longer narrows it (round-off has taken over).
+    const double prev_gap = have ? result.upper - result.lower : kInf;
+    if (!have || up - low < prev_gap) result = {low, up, h, plan->tilt, c->n};
+    if (have) {
+      result.lower = std::max(result.lower, low);
+      result.upper = std::min(result.upper, up);
+    }
+    have = true;
+    const double target = options_.relative_accuracy * std::max(1.0, plan->tilt * epsilon);
+    if ((result.lower > 0 && std::log(result.upper / result.lower) <= target) ||
+        result.upper <= 1e-300 || result.upper <= dominated_below || up - low >= prev_gap) {
+      break;
+    }
+    h /= 2;
+    ++r;
+  }
+  return result;
+}
+
+absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> events,
+                                               Direction direction, double delta,
+                                               double dominated_below) {
+  absl::StatusOr<PldPlan> plan = PlanForDelta(events, direction, delta);
+  if (!plan.ok()) return plan.status();
+  const bool fixed = options_.value_discretization_interval > 0;
+  double h = InitialStep(events, direction, *plan, std::max(plan->center, plan->sd));
+  const double log_delta = std::log(delta);
+  PldInterval result;
+  bool have = false, replanned = false;
+  double log_target = log_delta;
+  int coarsenings = 0;
+  for (int r = 0; r <= (fixed ? 0 : options_.max_refinements);) {
+    absl::StatusOr<Curves> c = Compute(events, direction, *plan, h, log_target);
+    if (!c.ok()) {
+      if (c.status().code() != absl::StatusCode::kOutOfRange) return c.status();
+      if (have) break;
+      if (fixed || ++coarsenings > kMaxCoarsenings) return c.status();
+      h *= 2;
+      continue;
+    }
+    absl::StatusOr<double> up = c->pess.Epsilon(log_delta);
+    if (!up.ok()) {
+      // Truncated mass reached delta (tails heavier than budgeted): shrink once.
+      if (log_target < log_delta || up.status().code() != absl::StatusCode::kFailedPrecondition) {
+        return up.status();
+      }
+      log_target = log_delta + std::log(1e-3) + log_delta - c->pess.log_outside();
+      continue;
+    }
+    absl::StatusOr<double> low = c->opt.Epsilon(log_delta);
+    if (!low.ok()) return low.status();
+    if (!replanned && std::fabs(*up - plan->center) > 3 * std::max(plan->sd, h)) {
+      // The saddle-point guess of epsilon was off: tilt for the epsilon found.
+      replanned = true;
+      absl::StatusOr<PldPlan> again = PlanForEpsilon(events, direction, *up);
+      if (again.ok() && again->tilt != plan->tilt) {
+        plan = again;
+        continue;
+      }
+    }
+    const double prev_gap = have ? result.upper - result.lower : kInf;
+    const double lo = std::min(*low, *up);
+    if (!have || *up - lo < prev_gap) result = {lo, *up, h, plan->tilt, c->n};
+    if (have) {  // intersection of certified intervals (see Delta)
+      result.lower = std::max(result.lower, lo);
+      result.upper = std::min(result.upper, *up);
+    }
+    have = true;
+    if (result.upper - result.lower <= options_.relative_accuracy * result.upper ||
+        result.upper <= dominated_below || *up - lo >= prev_gap) {
+      break;
+    }
+    h /= 2;
+    ++r;
+  }
+  // Still too wide (typically rare sampled steps and tiny delta, where the
+  // saddle-point tilt puts delta in a valley of the tilted law and FFT round-off
+  // dominates): certified intervals from other tilts intersect with this one.
+  if (!fixed && have && result.upper - result.lower > options_.relative_accuracy * result.upper &&
+      result.upper > dominated_below) {
+    std::vector<double> tilts = {plan->tilt / 2, plan->tilt / 4};
+    absl::StatusOr<PldPlan> mid = PlanForEpsilon(events, direction, 0.5 * (result.lower + result.upper));
+    if (mid.ok()) tilts.push_back(mid->tilt);
+    for (double t : tilts) {
+      if (t == plan->tilt) continue;
+      absl::StatusOr<PldPlan> alt = PlanAtTilt(events, direction, t);
+      if (!alt.ok()) continue;
+      absl::StatusOr<Curves> c = Compute(events, direction, *alt, result.step, log_target);
+      if (!c.ok()) continue;
+      absl::StatusOr<double> up = c->pess.Epsilon(log_delta);
+      absl::StatusOr<double> low = c->opt.Epsilon(log_delta);
+      if (up.ok()) result.upper = std::min(result.upper, *up);
+      if (low.ok()) result.lower = std::max(result.lower, std::min(*low, result.upper));
+    }
+  }
+  return result;
+}
+
+}  // namespace dpledger::core

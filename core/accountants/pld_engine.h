@@ -1,0 +1,114 @@
+// The PLD computation behind PldAccountant, per neighbouring direction, with the
+// caches that make repeated and incremental queries cheap. Exposed separately so
+// tests can check one direction against direction-specific references.
+//
+// Thread safety: not thread-safe (queries fill caches). Copies share the cached,
+// immutable grids and spectra.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/accountants/accountant.h"
+#include "core/accountants/pld_accountant.h"
+#include "core/accountants/pld_convolve.h"
+#include "core/accountants/pld_curve.h"
+#include "core/accountants/pld_discretize.h"
+#include "core/accountants/pld_grid.h"
+#include "core/accountants/pld_plan.h"
+#include "core/plrv/plrv.h"
+
+namespace dpledger::core {
+
+// Certified interval for one direction plus what produced it (diagnostics).
+struct PldInterval {
+  double lower = 0, upper = 0;
+  double step = 0;   // grid step used (nats)
+  double tilt = 0;
+  int64_t fft_size = 0;
+};
+
+class PldEngine {
+ public:
+  explicit PldEngine(const PldOptions& options) : options_(options) {}
+
+  // Certified [lower, upper] on delta(epsilon) / epsilon(delta) of the ledger in
+  // `direction` (the pair in that order, core/plrv/plrv.h).
+  // dominated_below: stop refining once upper <= this (another direction already
+  // has a larger lower bound); pass 0 for none.
+  absl::StatusOr<PldInterval> Delta(std::span<const MechanismEvent> events, Direction direction,
+                                    double epsilon, double dominated_below = 0);
+  // dominated_below: stop refining once upper <= this (another direction already
+  // has a larger lower bound); pass 0 for none.
+  absl::StatusOr<PldInterval> Epsilon(std::span<const MechanismEvent> events, Direction direction,
+                                      double delta, double dominated_below = 0);
+
+ private:
+  struct StepKey {
+    Mechanism mechanism;
+    Direction direction;
+    double h, tail;
+    friend bool operator==(const StepKey&, const StepKey&) = default;
+  };
+  struct TiltKey {
+    StepKey step;
+    double tilt;
+    PldSide side;
+    friend bool operator==(const TiltKey&, const TiltKey&) = default;
+  };
+  struct SpectrumKey {
+    TiltKey tilted;
+    int64_t n;
+    friend bool operator==(const SpectrumKey&, const SpectrumKey&) = default;
+  };
+  struct StepEntry {
+    StepDiscretization disc;
+    StepPmf pess;
+  };
+  struct TiltEntry {
+    StepPmf pmf;  // the untilted grid this tilt came from
+    TiltedPmf tilted;
+    double mean0 = 0, var0 = 0;
+  };
+  // A small LRU map (linear search: a ledger has few distinct mechanisms) holding
+  // at most `cap_bytes` of values.
+  template <typename K, typename V>
+  struct Cache {
+    explicit Cache(size_t cap) : cap_bytes(cap) {}
+    std::shared_ptr<const V> Find(const K& key);
+    void Put(const K& key, std::shared_ptr<const V> value, size_t bytes);
+    struct Entry {
+      K key;
+      std::shared_ptr<const V> value;
+      size_t bytes;
+    };
+    std::vector<Entry> entries;  // least recently used first
+    size_t cap_bytes, total_bytes = 0;
+  };
+  struct Curves {
+    PldCurve pess, opt;
+    int64_t n;
+    double outside;  // pessimistic mass counted as +infinity
+  };
+
+  absl::StatusOr<std::shared_ptr<const StepEntry>> Step(const StepKey& key);
+  absl::StatusOr<std::shared_ptr<const TiltEntry>> Tilted(const TiltKey& key);
+  absl::StatusOr<std::shared_ptr<const Spectrum>> SpectrumFor(const SpectrumKey& key);
+  absl::StatusOr<Curves> Compute(std::span<const MechanismEvent> events, Direction direction,
+                                 const PldPlan& plan, double h, double log_delta_target);
+  absl::StatusOr<ComposedWindow> ComposeSide(std::span<const MechanismEvent> events,
+                                             Direction direction, const PldPlan& plan, double h,
+                                             double tail, double log_budget, PldSide side);
+  double InitialStep(std::span<const MechanismEvent> events, Direction direction,
+                     const PldPlan& plan, double epsilon_scale) const;
+
+  PldOptions options_;
+  Cache<StepKey, StepEntry> steps_{size_t{64} << 20};
+  Cache<TiltKey, TiltEntry> tilts_{size_t{64} << 20};
+  Cache<SpectrumKey, Spectrum> spectra_{size_t{128} << 20};
+};
+
+}  // namespace dpledger::core

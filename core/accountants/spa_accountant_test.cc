@@ -1,0 +1,263 @@
+// The saddle-point accountant through the Accountant interface: both neighbouring
+// directions, guarantees, closed forms and exact curves it must bracket, tiny
+// deltas, ledger handling and bad input.
+#include "core/accountants/spa_accountant.h"
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "core/accountants/analytic_gaussian.h"
+#include "core/accountants/spa_delta.h"
+#include "core/accountants/spa_epsilon.h"
+#include "core/accountants/spa_ledger_cgf.h"
+#include "core/plrv/plrv.h"
+#include "core/util/test_support.h"
+#include "gtest/gtest.h"
+
+namespace dpledger::core {
+namespace {
+
+using ::dpledger::testing::StatusIs;
+using ::testing::HasSubstr;
+
+std::unique_ptr<Accountant> Spa(const SpaOptions& options = {}) {
+  absl::StatusOr<std::unique_ptr<Accountant>> a = CreateSpaAccountant(options);
+  EXPECT_TRUE(a.ok());
+  return std::move(*a);
+}
+
+Mechanism Gauss(double sigma) { return *Mechanism::Gaussian(sigma); }
+Mechanism Sg(double sigma, double q) { return *Mechanism::SubsampledGaussian(sigma, q); }
+
+TEST(SpaAccountant, IsNamedSpaAndStartsEmpty) {
+  auto a = Spa();
+  EXPECT_EQ(a->Name(), "spa");
+  absl::StatusOr<EpsilonBound> e = a->EpsilonForDelta(1e-5);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->upper, 0);
+}
+
+TEST(SpaAccountant, GaussianCompositionMatchesClosedForm) {
+  auto a = Spa();
+  ASSERT_TRUE(a->Compose(Gauss(2), 30).ok());
+  ASSERT_TRUE(a->Compose(Gauss(5), 100).ok());
+  const double mu = std::sqrt(30 / 4.0 + 100 / 25.0);
+  for (double eps : {0.5, 3.0, 12.0}) {
+    absl::StatusOr<DeltaBound> d = a->DeltaForEpsilon(eps);
+    ASSERT_TRUE(d.ok()) << d.status();
+    const double exact = std::exp(GaussianLogDelta(mu, eps));
+    EXPECT_EQ(d->guarantee, Guarantee::kCertified);
+    EXPECT_NEAR(d->estimate, exact, 1e-12 * exact) << eps;
+    EXPECT_LE(d->lower, exact);
+    EXPECT_GE(d->upper, exact);
+  }
+  for (double delta : {1e-3, 1e-8, 1e-15, 1e-300}) {
+    absl::StatusOr<EpsilonBound> e = a->EpsilonForDelta(delta);
+    ASSERT_TRUE(e.ok()) << e.status();
+    const EpsilonBracket exact = GaussianEpsilon(mu, delta);
+    EXPECT_EQ(e->guarantee, Guarantee::kCertified);
+    EXPECT_NEAR(e->estimate, exact.hi, 1e-9 * exact.hi) << delta;
+    EXPECT_LE(e->lower, exact.lo);
+    EXPECT_GE(e->upper, exact.hi);
+  }
+}
+
+TEST(SpaAccountant, ReportsTheWorseOfBothDirections) {
+  auto a = Spa();
+  ASSERT_TRUE(a->Compose(Sg(1, 0.01), 1000).ok());
+  SpaLedgerCgf remove(Direction::kRemove), add(Direction::kAdd);
+  remove.SetLedger(a->events());
+  add.SetLedger(a->events());
+  for (double eps : {0.3, 1.0, 2.0}) {
+    absl::StatusOr<DeltaBound> d = a->DeltaForEpsilon(eps);
+    absl::StatusOr<SpaDeltaPoint> r = EvaluateSpaDelta(remove, eps);
+    absl::StatusOr<SpaDeltaPoint> s = EvaluateSpaDelta(add, eps);
+    ASSERT_TRUE(d.ok() && r.ok() && s.ok());
+    EXPECT_DOUBLE_EQ(d->upper, std::exp(std::max(r->log_upper, s->log_upper)));
+    EXPECT_DOUBLE_EQ(d->lower, std::exp(std::max(r->log_lower, s->log_lower)));
+    // The two directions really differ for subsampled mechanisms.
+    EXPECT_GT(std::fabs(r->log_clt - s->log_clt), 1e-3);
+  }
+  absl::StatusOr<EpsilonBound> e = a->EpsilonForDelta(1e-5);
+  absl::StatusOr<SpaEpsilon> er = SpaEpsilonForDelta(remove, 1e-5, SpaEstimator::kClt);
+  absl::StatusOr<SpaEpsilon> ea = SpaEpsilonForDelta(add, 1e-5, SpaEstimator::kClt);
+  ASSERT_TRUE(e.ok() && er.ok() && ea.ok());
+  EXPECT_EQ(e->upper, std::max(er->upper, ea->upper));
+  EXPECT_EQ(e->estimate, std::max(er->estimate, ea->estimate));
+  // spa.md 9.3: k=1000, delta=1e-5, true eps (remove ordering) 1.828236667.
+  EXPECT_LE(e->lower, 1.828236667);
+  EXPECT_GE(e->upper, 1.828236667);
+}
+
+TEST(SpaAccountant, SingleStepIntervalsContainTheExactCurve) {
+  // One step: the exact delta is Plrv::LogDeltaForEpsilon, max over directions.
+  const std::vector<Mechanism> mechs = {Sg(1, 0.01), Sg(0.7, 0.2), Sg(3, 0.5),
+                                        *Mechanism::Laplace(1.5),
+                                        *Mechanism::SubsampledLaplace(0.5, 0.1)};
+  for (const Mechanism& m : mechs) {
+    auto a = Spa();
+    ASSERT_TRUE(a->Compose(m, 1).ok());
+    for (double eps : {0.05, 0.3, 1.0, 2.5}) {
+      const double exact =
+          std::exp(std::max(MakePlrv(m, Direction::kRemove)->LogDeltaForEpsilon(eps),
+                            MakePlrv(m, Direction::kAdd)->LogDeltaForEpsilon(eps)));
+      absl::StatusOr<DeltaBound> d = a->DeltaForEpsilon(eps);
+      ASSERT_TRUE(d.ok()) << d.status();
+      EXPECT_LE(d->lower, exact) << m.ToSpec() << " eps=" << eps;
+      EXPECT_GE(d->upper, exact) << m.ToSpec() << " eps=" << eps;
+      EXPECT_LE(d->lower, d->estimate);
+      EXPECT_LE(d->estimate, d->upper);
+    }
+  }
+}
+
+TEST(SpaAccountant, RandomizedResponseCompositionIsBracketed) {
+  // k-fold randomized response (pure DP eps0): the loss is eps0 (k - 2j) with
+  // binomial weights, so delta(eps) = sum_j P(j) (1 - e^{eps - L_j})^+ exactly.
+  const double eps0 = 0.2;
+  const int k = 60;
+  auto a = Spa();
+  ASSERT_TRUE(a->Compose(*Mechanism::PureDp(eps0), k).ok());
+  const double p = 1 / (1 + std::exp(-eps0));
+  for (double eps : {1.0, 3.0, 6.0}) {
+    double exact = 0;
+    for (int j = 0; j <= k; ++j) {
+      const double loss = eps0 * (k - 2 * j);
+      if (loss <= eps) continue;
+      const double log_pj = std::lgamma(k + 1.0) - std::lgamma(j + 1.0) - std::lgamma(k - j + 1.0) +
+                            (k - j) * std::log(p) + j * std::log1p(-p);
+      exact += std::exp(log_pj) * -std::expm1(eps - loss);
+    }
+    absl::StatusOr<DeltaBound> d = a->DeltaForEpsilon(eps);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_LE(d->lower, exact) << eps;
+    EXPECT_GE(d->upper, exact) << eps;
+  }
+  // Past the largest loss k eps0 = 12, delta is exactly 0.
+  absl::StatusOr<DeltaBound> zero = a->DeltaForEpsilon(12.5);
+  ASSERT_TRUE(zero.ok());
+  EXPECT_EQ(zero->upper, 0);
+  EXPECT_EQ(zero->guarantee, Guarantee::kCertified);
+}
+
+TEST(SpaAccountant, LaplaceEpsilonContainsExactSingleStepInverse) {
+  // One Laplace step with d = 1: delta(eps) = 1 - e^{(eps - 1)/2}, so
+  // eps(delta) = 1 + 2 log(1 - delta); eps(delta) <= n d always.
+  auto a = Spa();
+  ASSERT_TRUE(a->Compose(*Mechanism::Laplace(1.0), 1).ok());
+  for (double delta : {0.1, 1e-3, 1e-12}) {
+    absl::StatusOr<EpsilonBound> e = a->EpsilonForDelta(delta);
+    ASSERT_TRUE(e.ok()) << e.status();
+    const double exact = 1 + 2 * std::log1p(-delta);
+    EXPECT_LE(e->lower, exact) << delta;
+    EXPECT_GE(e->upper, exact) << delta;
+    EXPECT_LE(e->upper, 1 + 1e-9) << delta;
+  }
+}
+
+TEST(SpaAccountant, TinyDeltasWorkInLogSpace) {
+  auto a = Spa();
+  ASSERT_TRUE(a->Compose(Sg(1, 1e-3), 100000).ok());
+  double previous = 0;
+  for (double delta : {1e-5, 1e-15, 1e-100, 1e-300}) {
+    absl::StatusOr<EpsilonBound> e = a->EpsilonForDelta(delta);
+    ASSERT_TRUE(e.ok()) << delta << " " << e.status();
+    EXPECT_EQ(e->guarantee, Guarantee::kCertified);
+    EXPECT_LE(e->lower, e->estimate);
+    EXPECT_LE(e->estimate, e->upper);
+    EXPECT_GT(e->estimate, previous) << delta;
+    previous = e->estimate;
+    // The certified upper end really certifies: delta_upper(eps_upper) <= delta.
+    absl::StatusOr<DeltaBound> back = a->DeltaForEpsilon(e->upper);
+    ASSERT_TRUE(back.ok());
+    EXPECT_LE(back->upper, delta * (1 + 1e-6)) << delta;
+  }
+}
+
+TEST(SpaAccountant, HeterogeneousLedgerContainsSpecTruth) {
+  // spa.md 9.6 H2 = 50 x Laplace(d=0.1) + 10 x Gaussian(sigma=5) (symmetric).
+  auto a = Spa();
+  ASSERT_TRUE(a->Compose(*Mechanism::Laplace(10.0), 50).ok());
+  ASSERT_TRUE(a->Compose(Gauss(5), 10).ok());
+  absl::StatusOr<DeltaBound> d = a->DeltaForEpsilon(2);
+  ASSERT_TRUE(d.ok());
+  EXPECT_LE(d->lower, 0.0138677020147);
+  EXPECT_GE(d->upper, 0.0138677020147);
+  EXPECT_NEAR(d->estimate, 0.0138960095906, 1e-9 * 0.0138960095906);  // SP-CLT
+}
+
+TEST(SpaAccountant, EstimatorOptionChangesOnlyTheEstimate) {
+  auto clt = Spa();
+  auto msd1 = Spa(SpaOptions{.estimator = SpaEstimator::kMsd1});
+  for (Accountant* a : {clt.get(), msd1.get()}) ASSERT_TRUE(a->Compose(Sg(2, 0.01), 3000).ok());
+  absl::StatusOr<DeltaBound> c = clt->DeltaForEpsilon(1);
+  absl::StatusOr<DeltaBound> m = msd1->DeltaForEpsilon(1);
+  ASSERT_TRUE(c.ok() && m.ok());
+  EXPECT_EQ(c->upper, m->upper);
+  EXPECT_EQ(c->lower, m->lower);
+  // spa.md 9.4, eps = 1 (the add direction is smaller here, so these are remove's).
+  EXPECT_NEAR(c->estimate, 4.64579952629e-5, 1e-9 * 4.64579952629e-5);
+  EXPECT_NEAR(m->estimate, 4.65106339866e-5, 1e-9 * 4.65106339866e-5);
+}
+
+TEST(SpaAccountant, CountOnlyScalesAndSplitLedgersAgree) {
+  // One event of 1e6 steps equals the same steps interleaved with another
+  // mechanism in many events (grouped by distinct mechanism).
+  auto one = Spa();
+  auto split = Spa();
+  ASSERT_TRUE(one->Compose(Sg(1, 1e-3), 1000000).ok());
+  ASSERT_TRUE(one->Compose(Gauss(50), 100).ok());
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(split->Compose(Sg(1, 1e-3), 10000).ok());
+    ASSERT_TRUE(split->Compose(Gauss(50), 1).ok());
+  }
+  absl::StatusOr<EpsilonBound> a = one->EpsilonForDelta(1e-6);
+  absl::StatusOr<EpsilonBound> b = split->EpsilonForDelta(1e-6);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NEAR(a->upper, b->upper, 1e-12 * a->upper);
+  EXPECT_NEAR(a->estimate, b->estimate, 1e-12 * a->estimate);
+  // A very long ledger still answers (cost does not grow with the count).
+  auto huge = Spa();
+  ASSERT_TRUE(huge->Compose(Sg(1, 1e-3), int64_t{1} << 40).ok());
+  absl::StatusOr<EpsilonBound> h = huge->EpsilonForDelta(1e-6);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_LE(h->lower, h->upper);
+}
+
+TEST(SpaAccountant, CloneIsIndependent) {
+  auto a = Spa();
+  ASSERT_TRUE(a->Compose(Sg(1, 0.01), 500).ok());
+  absl::StatusOr<EpsilonBound> before = a->EpsilonForDelta(1e-5);
+  std::unique_ptr<Accountant> b = a->Clone();
+  ASSERT_TRUE(b->Compose(Sg(1, 0.01), 500).ok());
+  absl::StatusOr<EpsilonBound> after_a = a->EpsilonForDelta(1e-5);
+  absl::StatusOr<EpsilonBound> after_b = b->EpsilonForDelta(1e-5);
+  ASSERT_TRUE(before.ok() && after_a.ok() && after_b.ok());
+  EXPECT_EQ(before->upper, after_a->upper);
+  EXPECT_GT(after_b->upper, after_a->upper);
+}
+
+TEST(SpaAccountant, RejectsBadInputNamingTheField) {
+  auto a = Spa();
+  ASSERT_TRUE(a->Compose(Sg(1, 0.01), 10).ok());
+  EXPECT_THAT(a->EpsilonForDelta(0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("delta")));
+  EXPECT_THAT(a->EpsilonForDelta(1),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("delta")));
+  EXPECT_THAT(a->EpsilonForDelta(std::nan("")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("delta")));
+  EXPECT_THAT(a->DeltaForEpsilon(-1),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("epsilon")));
+  EXPECT_THAT(a->Compose(Sg(1, 0.01), 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("count")));
+  // Approximate DP with delta > 0 has an infinite CGF: refused, ledger unchanged.
+  EXPECT_THAT(a->Compose(*Mechanism::ApproxDp(1, 1e-6), 1),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("approx_dp")));
+  EXPECT_EQ(a->num_steps(), 10);
+  // ... but delta = 0 is pure DP and fine.
+  EXPECT_TRUE(a->Compose(*Mechanism::ApproxDp(0.5, 0), 1).ok());
+}
+
+}  // namespace
+}  // namespace dpledger::core

@@ -1,0 +1,143 @@
+// End-to-end verifications through core/mc's EstimateDeltaStreaming (CPU, or CUDA when
+// present): real samplers, real bounds, settings chosen so m stays below ~4e6 paths.
+#include <cmath>
+#include <vector>
+
+#include "core/evr/is_moment_bound.h"
+#include "core/evr/verifier.h"
+#include "core/mc/mc_estimate.h"
+#include "gtest/gtest.h"
+
+namespace dpledger::core {
+namespace {
+
+MechanismEvent Event(absl::StatusOr<Mechanism> m, int64_t count) {
+  return MechanismEvent{*std::move(m), count};
+}
+
+VerifierOptions Options(double tau) {
+  VerifierOptions o;
+  o.tau = tau;
+  o.max_seconds = 300;
+  return o;
+}
+
+// The proven nu must exceed the second moment observed in every sampled direction.
+void ExpectNuAboveEmpirical(const VerificationResult& r) {
+  for (const DirectionCheck& d : r.directions) {
+    if (!d.sampled) continue;
+    EXPECT_GE(d.nu, d.estimate.second_moment)
+        << DirectionName(d.direction) << " " << d.nu_method;
+  }
+}
+
+TEST(VerifierEndToEnd, GaussianCompositionOfFig1AcceptsTrueDeltaAndRejectsHalf) {
+  // 1200 Gaussian steps, sigma = 70 (paper Fig. 1): delta(1) = 0.006396042647 (spec 9.1,
+  // closed form). tau = 0.9.
+  const std::vector<MechanismEvent> ledger = {Event(Mechanism::Gaussian(70.0), 1200)};
+  const double delta = 0.006396042647;
+  auto ok = Verify(ledger, 1.0, delta, Options(0.9));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_TRUE(ok->accepted) << ok->reason;
+  ExpectNuAboveEmpirical(*ok);
+  ASSERT_EQ(ok->directions.size(), 1u);
+  EXPECT_NEAR(ok->directions[0].estimate.delta_hat, delta,
+              5 * ok->directions[0].estimate.std_error);
+  auto low = Verify(ledger, 1.0, 0.5 * delta, Options(0.9));
+  ASSERT_TRUE(low.ok()) << low.status();
+  EXPECT_FALSE(low->accepted) << low->reason;
+  EXPECT_EQ(low->outcome, VerificationOutcome::kRejected);
+  ExpectNuAboveEmpirical(*low);
+}
+
+TEST(VerifierEndToEnd, SubsampledGaussianWithImportanceSampling) {
+  // sigma = 0.6, q = 1e-3, k = 10, eps = 1: delta = 4.041094e-7 (spec 9.4 ref, bracket
+  // [4.040319e-7, 4.041869e-7]). The add direction is provably zero (eps >= 0.010005).
+  // tau = 0.3 keeps m near 3e5 paths (at tau = 0.9 the IS bound asks for 2.6e8).
+  const std::vector<MechanismEvent> ledger = {Event(Mechanism::SubsampledGaussian(0.6, 1e-3), 10)};
+  const double delta = 4.041869e-7;  // the bracket's upper end
+  auto ok = Verify(ledger, 1.0, delta, Options(0.3));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_TRUE(ok->accepted) << ok->reason;
+  EXPECT_TRUE(ok->add_direction_zero);
+  ASSERT_EQ(ok->directions.size(), 1u);
+  const DirectionCheck& d = ok->directions[0];
+  EXPECT_EQ(d.estimator, McEstimator::kImportanceSampling);
+  EXPECT_LT(d.samples.num_samples, 500'000);
+  ExpectNuAboveEmpirical(*ok);
+  EXPECT_NEAR(d.estimate.delta_hat, 4.041094e-7, 5 * d.estimate.std_error);
+  // T = delta_est/0.3 - Delta = 2.62 delta_est: delta_est = 0.33 delta_Y gives T = 0.86
+  // delta_Y, ~70 standard errors below delta_hat (m grows as 1/delta_est^2: ~2.3e6).
+  auto low = Verify(ledger, 1.0, 0.33 * delta, Options(0.3));
+  ASSERT_TRUE(low.ok()) << low.status();
+  EXPECT_FALSE(low->accepted) << low->reason;
+  ExpectNuAboveEmpirical(*low);
+}
+
+TEST(VerifierEndToEnd, ChecksBothDirectionsOfALargeRateSubsampledGaussian) {
+  // sigma = 1, q = 0.5, k = 10, eps = 1: remove 0.3752935, add 0.3197408 (spec 9.4).
+  const std::vector<MechanismEvent> ledger = {Event(Mechanism::SubsampledGaussian(1.0, 0.5), 10)};
+  auto ok = Verify(ledger, 1.0, 0.3752935, Options(0.9));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_TRUE(ok->accepted) << ok->reason;
+  ASSERT_EQ(ok->directions.size(), 2u);
+  EXPECT_TRUE(ok->directions[1].sampled);
+  EXPECT_NEAR(ok->directions[1].estimate.delta_hat, 0.3197408,
+              5 * ok->directions[1].estimate.std_error);
+  ExpectNuAboveEmpirical(*ok);
+  auto low = Verify(ledger, 1.0, 0.8 * 0.3752935, Options(0.9));
+  ASSERT_TRUE(low.ok());
+  EXPECT_FALSE(low->accepted);
+}
+
+TEST(VerifierEndToEnd, LaplaceLedgerUsesSmc) {
+  // One Laplace step, b = 1: delta(0.5) = 0.2211992169 (spec 9.2). SMC only.
+  const std::vector<MechanismEvent> ledger = {Event(Mechanism::Laplace(1.0), 1)};
+  auto ok = Verify(ledger, 0.5, 0.2211992169, Options(0.9));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_TRUE(ok->accepted) << ok->reason;
+  EXPECT_EQ(ok->directions[0].estimator, McEstimator::kSmc);
+  ExpectNuAboveEmpirical(*ok);
+  auto low = Verify(ledger, 0.5, 0.5 * 0.2211992169, Options(0.9));
+  ASSERT_TRUE(low.ok());
+  EXPECT_FALSE(low->accepted);
+}
+
+TEST(VerifierEndToEnd, ImportanceSamplingBoundsExceedEmpiricalSecondMoments) {
+  // The chosen tilt's nu against 3e4 IS paths (fixed seeds), homogeneous and
+  // heterogeneous ledgers; also at theta_MM and theta_H (spec 9.6 regimes).
+  struct Case {
+    std::vector<MechanismEvent> ledger;
+    double epsilon;
+  };
+  const Case cases[] = {
+      {{Event(Mechanism::SubsampledGaussian(0.6, 1e-3), 100)}, 1.5},
+      {{Event(Mechanism::SubsampledGaussian(0.6, 1e-3), 40),
+        Event(Mechanism::SubsampledGaussian(0.8, 2e-3), 40), Event(Mechanism::Gaussian(20.0), 20)},
+       1.0},
+      {{Event(Mechanism::SubsampledGaussian(1.0, 0.5), 10)}, 1.0},
+  };
+  uint64_t seed = 7;
+  for (const Case& c : cases) {
+    auto calc = IsMomentBoundCalculator::Create(c.ledger, c.epsilon);
+    ASSERT_TRUE(calc.ok()) << calc.status();
+    std::vector<std::vector<double>> tilts = {calc->ChooseTilt().thetas, calc->ThetaH()};
+    for (const auto& thetas : tilts) {
+      auto nu = calc->Bound(thetas);
+      ASSERT_TRUE(nu.ok());
+      McEstimateRequest req;
+      req.events = c.ledger;
+      req.epsilon = c.epsilon;
+      req.estimator = McEstimator::kImportanceSampling;
+      req.thetas = thetas;
+      req.seed = seed++;
+      req.num_samples = 30000;
+      auto est = EstimateDeltaStreaming(req);
+      ASSERT_TRUE(est.ok()) << est.status();
+      EXPECT_GE(std::exp(nu->log_nu), est->second_moment) << "eps=" << c.epsilon;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dpledger::core

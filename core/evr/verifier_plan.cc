@@ -1,0 +1,169 @@
+// PlanVerification: steps 1-4 of mc-evr.md 4.8 (everything fixed before sampling).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_format.h"
+#include "core/evr/smc_moment_bound.h"
+#include "core/evr/verifier.h"
+
+namespace dpledger::core {
+namespace {
+
+bool IsGaussianKind(const Mechanism& m) {
+  return m.kind() == MechanismKind::kGaussian || m.kind() == MechanismKind::kSubsampledGaussian;
+}
+
+// Largest per-step loss of the add-direction PRV (its law is bounded above for
+// subsampled mechanisms): -log(1 - q) for the subsampled Gaussian (spec 2.3).
+double AddLossMax(const Mechanism& m) {
+  if (m.kind() == MechanismKind::kSubsampledGaussian && m.sampling_rate() < 1) {
+    return -std::log1p(-m.sampling_rate());
+  }
+  return MakePlrv(m, Direction::kAdd)->LossMax();
+}
+
+absl::Status ValidateInputs(std::span<const MechanismEvent> ledger, double epsilon,
+                            const VerifierOptions& options) {
+  if (!(epsilon >= 0) || !std::isfinite(epsilon)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("epsilon must be finite and >= 0, got %g", epsilon));
+  }
+  if (ledger.empty()) return absl::InvalidArgumentError("ledger must have at least one step");
+  for (size_t i = 0; i < ledger.size(); ++i) {
+    if (ledger[i].count < 1 || ledger[i].count > kMaxEventCount) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "ledger[%d].count must be in [1, 2^40], got %d", i, ledger[i].count));
+    }
+  }
+  if (options.max_samples < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("max_samples must be >= 2, got %d", options.max_samples));
+  }
+  if (!(options.max_seconds > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("max_seconds must be > 0, got %g", options.max_seconds));
+  }
+  if (options.smc_max_lambda < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("smc_max_lambda must be >= 1, got %d", options.smc_max_lambda));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string_view VerifierEstimatorName(VerifierEstimator e) {
+  switch (e) {
+    case VerifierEstimator::kAuto: return "auto";
+    case VerifierEstimator::kSmc: return "smc";
+    case VerifierEstimator::kImportanceSampling: return "is";
+  }
+  return "unknown";
+}
+
+std::string_view VerificationOutcomeName(VerificationOutcome o) {
+  switch (o) {
+    case VerificationOutcome::kAccepted: return "accepted";
+    case VerificationOutcome::kAcceptedTrivially: return "accepted_trivially";
+    case VerificationOutcome::kRejected: return "rejected";
+    case VerificationOutcome::kRefusedSampleBudget: return "refused_sample_budget";
+    case VerificationOutcome::kRefusedTimeBudget: return "refused_time_budget";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEvent> ledger,
+                                                    double epsilon, double delta_est,
+                                                    const VerifierOptions& options) {
+  if (absl::Status s = ValidateInputs(ledger, epsilon, options); !s.ok()) return s;
+  auto thresholds =
+      ComputeThresholds(delta_est, options.tau, options.rho.value_or(DefaultRho(options.tau)));
+  if (!thresholds.ok()) return thresholds.status();
+
+  VerificationResult r;
+  r.epsilon = epsilon;
+  r.thresholds = *thresholds;
+  if (thresholds->trivial) {
+    // Every mechanism is (eps, 1)-DP: nothing to verify (spec 4.8 step 1, [P24]).
+    r.accepted = true;
+    r.outcome = VerificationOutcome::kAcceptedTrivially;
+    r.reason = absl::StrFormat(
+        "accepted trivially: delta_est/tau = %g >= 1, so the guarantee (epsilon, 1) holds for "
+        "every mechanism",
+        delta_est / options.tau);
+    r.guarantee = VerifiedGuarantee{epsilon, 1.0, Guarantee::kCertified, 0};
+    return r;
+  }
+
+  auto mgf = LedgerMgf::Create(ledger);
+  if (!mgf.ok()) return mgf.status();
+  const MomentBound s2 = SmcMomentBound(*mgf, epsilon, 2, options.smc_max_lambda);
+  const double nu_smc = std::exp(s2.log_value);
+  const std::string smc_method = absl::StrFormat("smc S(2), lambda=%g", s2.lambda);
+
+  // Remove direction.
+  bool is_applicable = true;
+  for (const MechanismEvent& e : ledger) is_applicable &= IsGaussianKind(e.mechanism);
+  if (options.estimator == VerifierEstimator::kImportanceSampling && !is_applicable) {
+    return absl::UnimplementedError(
+        "estimator is: importance sampling needs every step to be gaussian or "
+        "subsampled_gaussian; use estimator smc");
+  }
+  DirectionCheck remove;
+  remove.direction = Direction::kRemove;
+  remove.estimator = McEstimator::kSmc;
+  remove.nu = nu_smc;
+  remove.log_nu = s2.log_value;
+  remove.nu_method = smc_method;
+  if (is_applicable && options.estimator != VerifierEstimator::kSmc) {
+    auto calc = IsMomentBoundCalculator::Create(ledger, epsilon, options.is_bound);
+    if (!calc.ok()) return calc.status();
+    const IsTiltChoice tilt = calc->ChooseTilt();
+    const double nu_is = std::exp(tilt.bound.log_nu);
+    // Auto keeps whichever proven bound is smaller; both depend on public inputs only.
+    if (options.estimator == VerifierEstimator::kImportanceSampling ||
+        tilt.bound.log_nu < s2.log_value) {
+      remove.estimator = McEstimator::kImportanceSampling;
+      remove.nu = nu_is;
+      remove.log_nu = tilt.bound.log_nu;
+      remove.nu_method = absl::StrFormat("is %s, theta=%g*theta_H", tilt.bound.method, tilt.scale);
+      remove.thetas = tilt.thetas;
+    }
+  }
+  r.directions.push_back(remove);
+
+  // Add direction: same law as remove unless some step is asymmetric; provably zero
+  // when epsilon >= sum of the per-step add-loss maxima (spec 2.3, 4.8 step 3).
+  bool asymmetric = false;
+  double add_loss_max = 0;
+  for (const MechanismEvent& e : ledger) {
+    asymmetric |= !e.mechanism.is_symmetric();
+    add_loss_max += static_cast<double>(e.count) * AddLossMax(e.mechanism);
+  }
+  if (asymmetric) {
+    // The relative margin absorbs rounding in the sum, so "zero" is never claimed early.
+    if (epsilon >= add_loss_max * (1 + 1e-12)) {
+      r.add_direction_zero = true;
+    } else {
+      DirectionCheck add;
+      add.direction = Direction::kAdd;
+      add.estimator = McEstimator::kSmc;  // B_alpha <= A_alpha: S(2) of the remove MGF
+      add.nu = nu_smc;
+      add.log_nu = s2.log_value;
+      add.nu_method = smc_method + " (remove-direction MGF bounds add)";
+      r.directions.push_back(add);
+    }
+  }
+
+  for (DirectionCheck& d : r.directions) {
+    d.samples = RequiredSamples(d.nu, r.thresholds);
+    // core/mc needs at least two paths; more paths never weaken the FP bound.
+    d.samples.num_samples = std::max<int64_t>(d.samples.num_samples, 2);
+  }
+  r.outcome = VerificationOutcome::kRejected;
+  r.reason = "planned: no samples drawn";
+  return r;
+}
+
+}  // namespace dpledger::core

@@ -1,0 +1,126 @@
+#include "core/mc/mc_accountant.h"
+
+#include <cmath>
+
+#include "core/accountants/analytic_gaussian.h"
+#include "core/util/test_support.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace dpledger::core {
+namespace {
+
+using ::dpledger::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// The reported interval is estimate -+ 1.96 SE; statistical checks accept
+// |estimate - exact| <= 5 SE = 5/1.96 of the half-width (false-failure rate 6e-7
+// per check), plus the reference's own precision.
+constexpr double kZ = 5.0 / 1.959963984540054;
+
+std::unique_ptr<Accountant> Make(McAccountantOptions o) {
+  o.backend = McBackend::kCpu;
+  auto a = CreateMcAccountant(o);
+  EXPECT_TRUE(a.ok()) << a.status();
+  return a.ok() ? std::move(*a) : nullptr;
+}
+
+TEST(McAccountant, ImportanceSamplingDeltaMatchesSpecReference) {
+  // mc-evr.md 9.6: sigma 0.6, q 1e-3, k 100, eps 1.5: delta 6.7935e-7 (5 digits).
+  McAccountantOptions o;
+  o.num_samples = 20000;
+  o.seed = 21;
+  auto acc = Make(o);
+  ASSERT_TRUE(acc->Compose(*Mechanism::SubsampledGaussian(0.6, 1e-3), 100).ok());
+  auto d = acc->DeltaForEpsilon(1.5);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->guarantee, Guarantee::kEstimate);
+  EXPECT_NEAR(d->estimate, 6.7935e-7, kZ * (d->upper - d->estimate) + 1e-4 * 6.7935e-7);
+  EXPECT_LT(d->upper - d->lower, 0.2 * d->estimate);  // IS: ~5% SE at m = 2e4
+  // Add direction: eps 1.5 > 100 (-log(1 - 1e-3)) = 0.10005, so delta_add = 0.
+}
+
+TEST(McAccountant, EpsilonForDeltaInvertsTheSpecReference) {
+  McAccountantOptions o;
+  o.num_samples = 20000;
+  o.seed = 22;
+  auto acc = Make(o);
+  ASSERT_TRUE(acc->Compose(*Mechanism::SubsampledGaussian(0.6, 1e-3), 100).ok());
+  auto e = acc->EpsilonForDelta(6.7935e-7);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->guarantee, Guarantee::kEstimate);
+  EXPECT_NEAR(e->estimate, 1.5, kZ * (e->upper - e->estimate) + 1e-3);
+  EXPECT_LE(e->lower, e->estimate);
+  EXPECT_GE(e->upper, e->estimate);
+  EXPECT_LT(e->upper - e->lower, 0.1);
+}
+
+TEST(McAccountant, DefaultRuleGrowsToOnePercentOnAGaussianLedger) {
+  // Pure Gaussian ledger: SMC. mu = 1, eps = 1: delta = 0.1269 (closed form);
+  // 1% at 95% needs m ~ 4e4 * (1 - delta)/delta ~ 2.6e5 paths: the rule must grow
+  // from its start of 1e4 (capped at 2^19).
+  McAccountantOptions o;
+  o.seed = 23;
+  o.initial_samples = 10000;
+  o.max_samples = 1 << 19;
+  auto acc = Make(o);
+  ASSERT_TRUE(acc->Compose(*Mechanism::Gaussian(2.0), 4).ok());
+  auto d = acc->DeltaForEpsilon(1.0);
+  ASSERT_TRUE(d.ok()) << d.status();
+  const double exact = std::exp(GaussianLogDelta(1.0, 1.0));
+  EXPECT_LE(d->upper - d->estimate, 0.0101 * d->estimate);
+  EXPECT_NEAR(d->estimate, exact, kZ * (d->upper - d->estimate));
+  // The same accountant cloned answers identically (pools rebuilt from the seed).
+  auto d2 = acc->Clone()->DeltaForEpsilon(1.0);
+  ASSERT_TRUE(d2.ok());
+  EXPECT_EQ(d2->estimate, d->estimate);
+}
+
+TEST(McAccountant, ReportsTheWorseDirectionForSubsampledSteps) {
+  // Spec 9.4: sigma 1, q 0.5, k 10, eps 1: remove 0.3752935 > add 0.3197408.
+  McAccountantOptions o;
+  o.num_samples = 50000;
+  o.seed = 24;
+  auto acc = Make(o);
+  ASSERT_TRUE(acc->Compose(*Mechanism::SubsampledGaussian(1.0, 0.5), 10).ok());
+  McAccountantOptions smc = o;
+  smc.estimator = McAccountantEstimator::kSmc;
+  auto acc_smc = Make(smc);
+  ASSERT_TRUE(acc_smc->Compose(*Mechanism::SubsampledGaussian(1.0, 0.5), 10).ok());
+  for (Accountant* a : {acc.get(), acc_smc.get()}) {
+    auto d = a->DeltaForEpsilon(1.0);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_NEAR(d->estimate, 0.3752935, kZ * (d->upper - d->estimate) + 1e-6);
+  }
+}
+
+TEST(McAccountant, HandlesLaplaceBySmc) {
+  // One Laplace step, scale 1: delta(0.5) = 1 - e^{-1/4} (spec 2.2).
+  McAccountantOptions o;
+  o.num_samples = 50000;
+  o.seed = 25;
+  auto acc = Make(o);
+  ASSERT_TRUE(acc->Compose(*Mechanism::Laplace(1.0), 1).ok());
+  auto d = acc->DeltaForEpsilon(0.5);
+  ASSERT_TRUE(d.ok());
+  EXPECT_NEAR(d->estimate, -std::expm1(-0.25), kZ * (d->upper - d->estimate));
+}
+
+TEST(McAccountant, RejectsBadOptionsAndUnsupportedSteps) {
+  McAccountantOptions o;
+  o.num_samples = 1;
+  EXPECT_THAT(CreateMcAccountant(o),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("num_samples")));
+  o.num_samples = 0;
+  o.target_epsilon = -1;
+  EXPECT_THAT(CreateMcAccountant(o),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("target_epsilon")));
+  o.target_epsilon = 0;
+  o.estimator = McAccountantEstimator::kImportanceSampling;
+  auto acc = Make(o);
+  EXPECT_THAT(acc->Compose(*Mechanism::Laplace(1.0), 1),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("laplace")));
+}
+
+}  // namespace
+}  // namespace dpledger::core

@@ -1,0 +1,65 @@
+#include "core/mc/pool_ledger.h"
+
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+#include "core/mc/mc_step.h"
+
+namespace dpledger::core::mc {
+
+absl::StatusOr<McStep> PoolLedger::StepFor(const MechanismEvent& event) const {
+  if (event.count < 1 || event.count > kMaxEventCount) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("count must be in [1, 2^40], got %d", event.count));
+  }
+  if (num_steps_ + event.count >= (int64_t{1} << 56)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "count %d would take the pool past 2^56 steps", event.count));
+  }
+  if (options_.estimator == McEstimator::kSmc) return MakeMcStep(event.mechanism, options_.direction);
+  const Mechanism& m = event.mechanism;
+  const double theta = ThetaMm(m.normalized_noise(), m.sampling_rate(), options_.target_epsilon);
+  auto step = MakeTiltedMcStep(m, theta);
+  if (!step.ok()) return absl::UnimplementedError(std::string(step.status().message()));
+  return *step;
+}
+
+int32_t PoolLedger::Add(const MechanismEvent& event, const McStep& step, int64_t* first_step) {
+  *first_step = num_steps_;
+  if (!events_.empty() && events_.back().mechanism == event.mechanism) {
+    events_.back().count += event.count;
+  } else {
+    events_.push_back(event);
+    steps_.push_back(step);
+    first_steps_.push_back(num_steps_);
+  }
+  num_steps_ += event.count;
+  if (step.kind == kStepDiscrete && step.p_inf > 0) has_infinite_loss_ = true;
+  if (!event.mechanism.is_symmetric()) symmetric_ = false;
+  return static_cast<int32_t>(events_.size() - 1);
+}
+
+uint32_t PoolLedger::stream() const {
+  if (options_.estimator == McEstimator::kImportanceSampling) return kStreamPoolIs;
+  return options_.direction == Direction::kAdd ? kStreamPoolAdd : kStreamPoolRemove;
+}
+
+absl::Status ValidatePoolOptions(const SamplePoolOptions& o) {
+  if (o.num_paths < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("num_paths must be >= 2, got %d", o.num_paths));
+  }
+  if (o.estimator == McEstimator::kImportanceSampling) {
+    if (o.direction != Direction::kRemove) {
+      return absl::UnimplementedError(
+          "an importance-sampling pool samples the remove direction only (mc-evr.md 6.5)");
+    }
+    if (!std::isfinite(o.target_epsilon) || o.target_epsilon < 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "target_epsilon must be finite and >= 0, got %g", o.target_epsilon));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace dpledger::core::mc

@@ -1,0 +1,59 @@
+// Bookkeeping shared by the pool backends: the merged ledger, one McStep per
+// merged event (tilted for IS pools), and the checks every Append runs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/mc/mc_sample_math.h"
+#include "core/mc/sample_pool.h"
+
+namespace dpledger::core::mc {
+
+class PoolLedger {
+ public:
+  explicit PoolLedger(const SamplePoolOptions& options) : options_(options) {}
+
+  // The McStep `event` would get; errors as SamplePool::Append.
+  absl::StatusOr<McStep> StepFor(const MechanismEvent& event) const;
+  // Records a validated event; returns its merged event index. `first_step`
+  // receives the global index of its first step.
+  int32_t Add(const MechanismEvent& event, const McStep& step, int64_t* first_step);
+
+  const std::vector<MechanismEvent>& events() const { return events_; }
+  const std::vector<McStep>& steps() const { return steps_; }
+  // Global index of the first step of each merged event.
+  const std::vector<int64_t>& first_steps() const { return first_steps_; }
+  int64_t num_steps() const { return num_steps_; }
+  // True when some step can have infinite loss (approximate DP with delta > 0).
+  bool has_infinite_loss() const { return has_infinite_loss_; }
+  // True when every step has the same law in both directions.
+  bool symmetric() const { return symmetric_; }
+  // The stream the pool draws from.
+  uint32_t stream() const;
+
+ private:
+  SamplePoolOptions options_;
+  std::vector<MechanismEvent> events_;
+  std::vector<McStep> steps_;
+  std::vector<int64_t> first_steps_;
+  int64_t num_steps_ = 0;
+  bool has_infinite_loss_ = false;
+  bool symmetric_ = true;
+};
+
+// Validates options for CreateSamplePool.
+absl::Status ValidatePoolOptions(const SamplePoolOptions& options);
+
+}  // namespace dpledger::core::mc
+
+namespace dpledger::core::mc {
+
+// Backend factories behind CreateSamplePool (options already validated).
+std::unique_ptr<SamplePool> CreateCpuSamplePool(const SamplePoolOptions& options);
+// Defined only in CUDA builds (sample_pool_cuda_host.cc).
+absl::StatusOr<std::unique_ptr<SamplePool>> CreateCudaSamplePool(const SamplePoolOptions& options);
+
+}  // namespace dpledger::core::mc

@@ -1,0 +1,37 @@
+#include "core/mc/sample_pool.h"
+
+#include "core/mc/pool_ledger.h"
+
+namespace dpledger::core {
+
+absl::Status SamplePool::AppendAll(std::span<const MechanismEvent> events) {
+  for (const MechanismEvent& e : events) {
+    if (absl::Status s = Append(e); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+size_t PoolBytesPerPath(McEstimator estimator) {
+  return estimator == McEstimator::kSmc ? sizeof(double) : 4 * sizeof(double) + sizeof(int32_t);
+}
+
+absl::StatusOr<std::unique_ptr<SamplePool>> CreateSamplePool(const SamplePoolOptions& options) {
+  if (absl::Status s = mc::ValidatePoolOptions(options); !s.ok()) return s;
+  bool cuda = false;
+  if (options.backend == McBackend::kCuda) {
+    if (!CudaDeviceAvailable()) {
+      return absl::FailedPreconditionError(
+          "backend cuda requested but this build has no CUDA backend or no device was found");
+    }
+    cuda = true;
+  } else if (options.backend == McBackend::kAuto) {
+    cuda = CudaDeviceAvailable();
+  }
+#if defined(DPLEDGER_HAVE_CUDA)
+  if (cuda) return mc::CreateCudaSamplePool(options);
+#endif
+  (void)cuda;
+  return mc::CreateCpuSamplePool(options);
+}
+
+}  // namespace dpledger::core

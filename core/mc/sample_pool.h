@@ -1,0 +1,98 @@
+// Reusable Monte Carlo sample pools for online accounting (mc-evr.md 6.4, 6.5):
+// m privacy-loss paths for one ledger, extended step by step and queried for
+// any epsilon (and, via pool_query.h, for epsilon(delta)) without new draws.
+//
+// * SMC pool: per path the running loss sum (8 bytes/path). Any mechanism.
+//   Samples the PRV of options.direction; the other direction is available by
+//   change of measure (spec 2.3), except when a step has infinite loss.
+// * IS pool: exponential tilt (spec 3.2-A) of one uniformly chosen coordinate,
+//   kept exact online by index resampling (spec 6.4). Per path S_u, L_u, y_T,
+//   a_T (doubles) and the tilted event (int32): 36 bytes/path. Remove direction,
+//   Gaussian and subsampled Gaussian steps only. theta_i = theta_MM(sigma_i,
+//   q_i, options.target_epsilon) is fixed when step i is appended.
+// * Deterministic: path p's state depends only on (seed, p, ledger) (Philox
+//   counters, mc_sample_math.h), so a pool is the same whether steps came one by
+//   one or in one batch, for any thread count, and an evicted pool is rebuilt
+//   exactly by CreateSamplePool + AppendAll(ledger). Grow() adds paths m..m'-1,
+//   equal to those of a pool created with m' paths.
+// * Estimates from pools are kEstimate: never charge them against a budget.
+//
+// Thread safety: not thread-safe; callers serialise access (one pool per job).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/mc/mc_estimate.h"
+#include "core/mechanisms/mechanism.h"
+#include "core/plrv/plrv.h"
+
+namespace dpledger::core {
+
+struct SamplePoolOptions {
+  McEstimator estimator = McEstimator::kSmc;
+  Direction direction = Direction::kRemove;  // the law sampled (IS: remove only)
+  int64_t num_paths = 100000;                // m >= 2
+  uint64_t seed = 0;
+  double target_epsilon = 1.0;  // IS only: epsilon the tilt is tuned for (>= 0)
+  McBackend backend = McBackend::kAuto;  // kAuto: CUDA if a device is present
+  int num_threads = 0;                   // CPU backend; 0: all cores
+};
+
+// Sums over all paths for one epsilon: x_j = w_j (1 - e^{eps - y_j})_+ (or its
+// mirror for the other direction) and slope_j = dx_j/deps.
+struct PoolSums {
+  double sum_x = 0;
+  double sum_x2 = 0;
+  double sum_slope = 0;
+  int64_t num_positive = 0;
+};
+
+struct PoolEvaluation {
+  std::vector<PoolSums> sums;  // one per requested epsilon, same order
+  double max_loss = 0;         // max_j y_j (-inf: no path)
+  double min_loss = 0;         // min_j y_j
+};
+
+class SamplePool {
+ public:
+  virtual ~SamplePool() = default;
+
+  virtual std::string_view Backend() const = 0;  // "cpu" or "cuda"
+  virtual const SamplePoolOptions& options() const = 0;
+  virtual int64_t num_paths() const = 0;
+  virtual int64_t num_steps() const = 0;
+  // The ledger the pool holds (consecutive equal mechanisms merged).
+  virtual std::span<const MechanismEvent> events() const = 0;
+  // Bytes held for path state (host or device) and step descriptions.
+  virtual size_t MemoryBytes() const = 0;
+
+  // Appends event.count steps of event.mechanism to every path. INVALID_ARGUMENT
+  // for a bad count; UNIMPLEMENTED for a mechanism an IS pool cannot tilt. The
+  // pool is unchanged on error.
+  virtual absl::Status Append(const MechanismEvent& event) = 0;
+  absl::Status AppendAll(std::span<const MechanismEvent> events);
+  // Adds paths up to num_paths (>= the current count), replaying the ledger.
+  virtual absl::Status Grow(int64_t num_paths) = 0;
+
+  // Per-epsilon sums for the `query` direction. FAILED_PRECONDITION when the
+  // query needs a change of measure that a step with infinite loss breaks.
+  virtual absl::StatusOr<PoolEvaluation> Evaluate(std::span<const double> epsilons,
+                                                  Direction query) const = 0;
+  // Per-path total loss y_j and log weight (0 for SMC), for tests and audits.
+  virtual absl::Status ReadPaths(std::vector<double>* loss,
+                                 std::vector<double>* log_weight) const = 0;
+};
+
+absl::StatusOr<std::unique_ptr<SamplePool>> CreateSamplePool(const SamplePoolOptions& options);
+
+// Bytes of path state per path: 8 (SMC) or 36 (IS), spec 6.4.
+size_t PoolBytesPerPath(McEstimator estimator);
+
+}  // namespace dpledger::core

@@ -1,0 +1,84 @@
+#include "server/ledger_check.h"
+
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+
+namespace dpledger::server {
+namespace {
+
+constexpr int kPage = 10000;
+
+absl::Status Damaged(const JobKey& key, int64_t seq, std::string_view what) {
+  return absl::DataLossError(absl::StrFormat("ledger of job '%s' is damaged at seq %d: %s",
+                                             JobKeyString(key), seq, std::string(what)));
+}
+
+}  // namespace
+
+absl::Status CheckLedgerConsistency(Store& store, LedgerCheckStats* stats) {
+  LedgerCheckStats local;
+  JobKey after;
+  for (;;) {
+    absl::StatusOr<std::vector<JobRow>> jobs = store.ListAllJobs(after, kPage);
+    if (!jobs.ok()) return jobs.status();
+    for (const JobRow& job : *jobs) {
+      ++local.jobs;
+      if (!(job.budget_epsilon > 0) || !(job.budget_delta > 0 && job.budget_delta < 1)) {
+        return Damaged(job.key, 0, absl::StrFormat("budget (%g, %g) is invalid",
+                                                   job.budget_epsilon, job.budget_delta));
+      }
+      int64_t last = 0, num_steps = 0;
+      for (;;) {
+        absl::StatusOr<std::vector<UpdateRow>> rows = store.ListUpdates(job.key, last, kPage);
+        if (!rows.ok()) return rows.status();
+        for (const UpdateRow& u : *rows) {
+          ++local.updates;
+          if (u.seq != last + 1) {
+            return Damaged(job.key, u.seq, absl::StrFormat("follows seq %d", last));
+          }
+          absl::StatusOr<std::vector<core::MechanismEvent>> steps = ParseCanonicalSteps(u.steps);
+          if (!steps.ok()) return Damaged(job.key, u.seq, std::string(steps.status().message()));
+          for (const core::MechanismEvent& e : *steps) num_steps += e.count;
+          if (u.num_steps_after != num_steps) {
+            return Damaged(job.key, u.seq, absl::StrFormat("num_steps_after %d, expected %d",
+                                                           u.num_steps_after, num_steps));
+          }
+          const core::EpsilonBound& b = u.spent;
+          if (std::isnan(b.lower) || std::isnan(b.upper) || std::isnan(b.estimate) ||
+              b.lower > b.upper) {
+            return Damaged(job.key, u.seq, absl::StrFormat("spent bound [%g, %g] is invalid",
+                                                           b.lower, b.upper));
+          }
+          if (b.upper > job.budget_epsilon) {
+            return Damaged(job.key, u.seq,
+                           absl::StrFormat("charged epsilon %g exceeds the budget %g", b.upper,
+                                           job.budget_epsilon));
+          }
+          last = u.seq;
+        }
+        if (static_cast<int>(rows->size()) < kPage) break;
+      }
+      absl::StatusOr<std::vector<ReleaseRow>> releases = store.ListReleases(job.key);
+      if (!releases.ok()) return releases.status();
+      for (const ReleaseRow& r : *releases) {
+        ++local.releases;
+        if (r.ledger_seq > last) {
+          return Damaged(job.key, r.ledger_seq,
+                         absl::StrFormat("release '%s' covers seq %d beyond the ledger",
+                                         r.release_id, r.ledger_seq));
+        }
+        if (Sha256Hex(r.payload) != r.payload_sha256) {
+          return Damaged(job.key, r.ledger_seq, absl::StrFormat(
+              "release '%s' payload does not match its SHA-256", r.release_id));
+        }
+      }
+    }
+    if (static_cast<int>(jobs->size()) < kPage) break;
+    after = jobs->back().key;
+  }
+  if (stats) *stats = local;
+  return absl::OkStatus();
+}
+
+}  // namespace dpledger::server

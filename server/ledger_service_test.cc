@@ -1,0 +1,473 @@
+// The gRPC-free ledger service: admission as a privacy filter, idempotency, refusals that
+// change nothing, restart, durability before acknowledgement, auth and bad requests.
+//
+// Reference numbers: jobs use the exact "analytic" Gaussian accountant and steps of a
+// Gaussian mechanism with sigma = 10, so after n steps the ledger is mu-GDP with
+// mu = sqrt(n)/10. Epsilons at delta = 1e-5 were computed independently with mpmath (40
+// digits) from delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) by bisection:
+#include "server/ledger_service.h"
+
+#include <cmath>
+#include <future>
+#include <thread>
+
+#include "core/util/test_support.h"
+#include "gtest/gtest.h"
+#include "server/faulty_store.h"
+#include "server/memory_store.h"
+#include "server/sqlite_store.h"
+#include "server/test_util.h"
+
+namespace dpledger::server {
+namespace {
+
+using ::dpledger::testing::IsOk;
+using ::dpledger::testing::StatusIs;
+using ::testing::HasSubstr;
+using testing::Gaussian;
+
+// epsilon(n) at delta = 1e-5 for n steps of sigma = 10 (mpmath, see above).
+constexpr double kEps1 = 0.3406693646843264107;
+constexpr double kEps5 = 0.8197283303981286341;
+constexpr double kEps7 = 0.9857704749323981692;
+constexpr double kEps8 = 1.0607897554177561349;
+// delta(eps = 0.5) after 10 steps (mpmath).
+constexpr double kDelta10At05 = 0.009774868630257839247;
+// The accountant brackets epsilon to ~1e-12 relative (analytic_gaussian.h).
+constexpr double kRelTol = 1e-9;
+
+constexpr double kBudgetEps = 1.0;   // admits exactly 7 steps of sigma = 10
+constexpr double kDelta = 1e-5;
+
+UpdateInput Upd(int64_t seq, double sigma = 10, int64_t count = 1) {
+  return UpdateInput{seq, {Gaussian(sigma, count)}};
+}
+
+class LedgerServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.default_accountant = "analytic";
+    options_.release_use_mc = false;  // deterministic releases; EVR has its own test below
+    Restart();
+  }
+
+  void Restart() {
+    service_.reset();
+    faulty_ = std::make_unique<testing::FaultyStore>(&memory_);
+    service_ = std::make_unique<LedgerService>(faulty_.get(), options_, &metrics_);
+  }
+
+  JobInfo Create(std::string id = "job", double eps = kBudgetEps, double delta = kDelta,
+                 const Caller& caller = Caller::Insecure()) {
+    JobSpec spec;
+    spec.job_id = std::move(id);
+    spec.budget_epsilon = eps;
+    spec.budget_delta = delta;
+    absl::StatusOr<JobInfo> info = service_->CreateJob(caller, spec);
+    DPL_CHECK_OK(info.status());
+    return *info;
+  }
+
+  absl::StatusOr<Ack> Append(const UpdateInput& u, std::string job = "job") {
+    absl::StatusOr<std::vector<Ack>> acks = service_->AppendSteps(Caller::Insecure(), "", job, {u});
+    if (!acks.ok()) return acks.status();
+    DPL_CHECK(acks->size() == 1);
+    return (*acks)[0];
+  }
+
+  LedgerOptions options_;
+  Metrics metrics_;
+  MemoryStore memory_;
+  std::unique_ptr<testing::FaultyStore> faulty_;
+  std::unique_ptr<LedgerService> service_;
+};
+
+TEST_F(LedgerServiceTest, AdmitsUntilTheBudgetAndChargesTheCertifiedUpperBound) {
+  Create();
+  for (int seq = 1; seq <= 7; ++seq) {
+    absl::StatusOr<Ack> ack = Append(Upd(seq));
+    ASSERT_THAT(ack, IsOk());
+    EXPECT_TRUE(ack->admitted) << seq;
+    EXPECT_EQ(ack->last_seq, seq);
+    EXPECT_EQ(ack->num_steps, seq);
+    EXPECT_EQ(ack->spent.guarantee, core::Guarantee::kCertified);
+    EXPECT_LE(ack->spent.upper, kBudgetEps);
+    if (seq == 1) EXPECT_NEAR(ack->spent.upper, kEps1, kEps1 * kRelTol);
+    if (seq == 5) EXPECT_NEAR(ack->spent.upper, kEps5, kEps5 * kRelTol);
+  }
+  absl::StatusOr<Ack> refused = Append(Upd(8));
+  ASSERT_THAT(refused, IsOk());
+  EXPECT_FALSE(refused->admitted);
+  EXPECT_THAT(refused->refusal_reason, HasSubstr("exceed the budget"));
+  ASSERT_TRUE(refused->candidate.has_value());
+  EXPECT_NEAR(refused->candidate->upper, kEps8, kEps8 * kRelTol);
+  EXPECT_NEAR(refused->spent.upper, kEps7, kEps7 * kRelTol);
+
+  // The refusal changed nothing: same job, same ledger, seq 8 still free.
+  absl::StatusOr<JobInfo> job = service_->GetJob(Caller::Insecure(), "", "job");
+  ASSERT_THAT(job, IsOk());
+  EXPECT_EQ(job->num_steps, 7);
+  EXPECT_EQ(job->last_seq, 7);
+  EXPECT_NEAR(job->spent.upper, kEps7, kEps7 * kRelTol);
+  EXPECT_FALSE(memory_.GetUpdate({"default", "job"}, 8)->has_value());
+  // A much noisier step still fits and takes seq 8.
+  absl::StatusOr<Ack> small = Append(Upd(8, 1000));
+  ASSERT_THAT(small, IsOk());
+  EXPECT_TRUE(small->admitted);
+}
+
+TEST_F(LedgerServiceTest, RetriesReturnTheOriginalAckAndChargeNothing) {
+  Create();
+  absl::StatusOr<Ack> first = Append(Upd(1));
+  ASSERT_THAT(first, IsOk());
+  ASSERT_THAT(Append(Upd(2)), IsOk());
+  absl::StatusOr<Ack> retry = Append(Upd(1));
+  ASSERT_THAT(retry, IsOk());
+  EXPECT_TRUE(retry->admitted);
+  EXPECT_TRUE(retry->duplicate);
+  EXPECT_EQ(retry->spent.upper, first->spent.upper);
+  EXPECT_EQ(retry->num_steps, 1);
+  EXPECT_EQ(retry->last_seq, 1);
+  EXPECT_EQ(service_->GetJob(Caller::Insecure(), "", "job")->num_steps, 2);
+
+  EXPECT_THAT(Append(Upd(1, 11)),
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("different steps")));
+  EXPECT_THAT(Append(Upd(4)), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                       HasSubstr("seq 4 leaves a gap: job 'default/job' expects seq 3")));
+  EXPECT_EQ(*memory_.CountJobs("default"), 1);
+  EXPECT_EQ((*memory_.LastUpdate({"default", "job"}))->seq, 2);
+}
+
+TEST_F(LedgerServiceTest, ABatchStopsAtTheFirstRefusalAndGroupAcksBracketTheTruth) {
+  Create();
+  std::vector<UpdateInput> batch;
+  for (int seq = 1; seq <= 10; ++seq) batch.push_back(Upd(seq));
+  absl::StatusOr<std::vector<Ack>> acks =
+      service_->AppendSteps(Caller::Insecure(), "", "job", batch);
+  ASSERT_THAT(acks, IsOk());
+  ASSERT_EQ(acks->size(), 10u);
+  const double exact[] = {kEps1, kEps5, kEps7};
+  const int at[] = {1, 5, 7};
+  for (int i = 0; i < 3; ++i) {
+    const Ack& a = (*acks)[at[i] - 1];
+    EXPECT_TRUE(a.admitted);
+    EXPECT_LE(a.spent.lower, exact[i] * (1 + kRelTol));
+    EXPECT_GE(a.spent.upper, exact[i] * (1 - kRelTol));
+  }
+  EXPECT_NEAR((*acks)[6].spent.upper, kEps7, kEps7 * kRelTol);  // the group's last: exact
+  EXPECT_NEAR((*acks)[6].spent.lower, kEps7, kEps7 * kRelTol);
+  EXPECT_FALSE((*acks)[7].admitted);
+  EXPECT_NEAR((*acks)[7].candidate->upper, kEps8, kEps8 * kRelTol);
+  EXPECT_FALSE((*acks)[8].admitted);
+  EXPECT_THAT((*acks)[8].refusal_reason, HasSubstr("not attempted"));
+  EXPECT_EQ((*memory_.LastUpdate({"default", "job"}))->seq, 7);
+}
+
+TEST_F(LedgerServiceTest, AStreamGroupsPipelinedUpdatesAndExplainsLaterSeqsAfterARefusal) {
+  Create();
+  absl::StatusOr<std::unique_ptr<LedgerService::StepStream>> stream =
+      service_->OpenStream(Caller::Insecure(), "", "job");
+  ASSERT_THAT(stream, IsOk());
+  std::vector<absl::StatusOr<UpdateInput>> group;
+  for (int seq = 1; seq <= 8; ++seq) group.push_back(Upd(seq));
+  group.push_back(absl::InvalidArgumentError("update.steps[0]: sigma must be > 0"));
+  std::vector<PendingAck> pending = (*stream)->Submit(std::move(group));
+  ASSERT_EQ(pending.size(), 9u);
+  for (int i = 0; i < 7; ++i) EXPECT_TRUE(pending[i].Wait()->admitted);
+  EXPECT_FALSE(pending[7].Wait()->admitted);
+  EXPECT_THAT(pending[8].Wait()->error, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("sigma")));
+  std::vector<absl::StatusOr<UpdateInput>> later;
+  later.push_back(Upd(9));
+  std::vector<PendingAck> p9 = (*stream)->Submit(std::move(later));
+  EXPECT_FALSE(p9[0].Wait()->admitted);
+  EXPECT_THAT(p9[0].Wait()->refusal_reason, HasSubstr("seq 8 on this stream was refused"));
+}
+
+TEST_F(LedgerServiceTest, RestartRebuildsIdenticalAnswersFromTheSqliteLedger) {
+  testing::TempDir dir;
+  SpentQuery at_delta{1e-7, std::nullopt, ""};
+  SpentQuery at_eps{std::nullopt, 0.5, ""};
+  JobInfo before;
+  SpentAnswer eps_before, delta_before;
+  Ack ack3;
+  {
+    auto store = SqliteStore::Open({.path = dir.file("l.db")});
+    ASSERT_THAT(store, IsOk());
+    LedgerService svc(store->get(), options_);
+    JobSpec spec{.job_id = "j", .budget_epsilon = 10, .budget_delta = kDelta, .accountant = "analytic"};
+    ASSERT_THAT(svc.CreateJob(Caller::Insecure(), spec), IsOk());
+    std::vector<UpdateInput> batch;
+    for (int seq = 1; seq <= 4; ++seq) batch.push_back(Upd(seq, 10, 2));
+    ASSERT_THAT(svc.AppendSteps(Caller::Insecure(), "", "j", batch), IsOk());
+    ack3 = (*svc.AppendSteps(Caller::Insecure(), "", "j", {Upd(5, 10, 2)}))[0];
+    before = *svc.GetJob(Caller::Insecure(), "", "j");
+    eps_before = *svc.Spent(Caller::Insecure(), "", "j", at_delta);
+    delta_before = *svc.Spent(Caller::Insecure(), "", "j", at_eps);
+  }
+  auto store = SqliteStore::Open({.path = dir.file("l.db")});
+  ASSERT_THAT(store, IsOk());
+  LedgerService svc(store->get(), options_);
+  JobInfo after = *svc.GetJob(Caller::Insecure(), "", "j");
+  EXPECT_EQ(after.num_steps, 10);
+  EXPECT_EQ(after.last_seq, before.last_seq);
+  EXPECT_EQ(after.spent.upper, before.spent.upper);  // bit-identical
+  EXPECT_EQ(after.spent.lower, before.spent.lower);
+  EXPECT_EQ(svc.Spent(Caller::Insecure(), "", "j", at_delta)->epsilon->upper, eps_before.epsilon->upper);
+  const double d = svc.Spent(Caller::Insecure(), "", "j", at_eps)->delta->upper;
+  EXPECT_EQ(d, delta_before.delta->upper);
+  EXPECT_NEAR(d, kDelta10At05, kDelta10At05 * 1e-9);
+  absl::StatusOr<std::vector<Ack>> retry = svc.AppendSteps(Caller::Insecure(), "", "j", {Upd(5, 10, 2)});
+  ASSERT_THAT(retry, IsOk());
+  EXPECT_TRUE((*retry)[0].duplicate);
+  EXPECT_EQ((*retry)[0].spent.upper, ack3.spent.upper);
+}
+
+TEST_F(LedgerServiceTest, NothingIsAcknowledgedBeforeItIsDurable) {
+  Create();
+  faulty_->CloseGate();
+  std::future<absl::StatusOr<Ack>> ack = std::async(std::launch::async, [&] { return Append(Upd(1)); });
+  faulty_->WaitForBlockedApply();
+  EXPECT_EQ(ack.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  EXPECT_FALSE(memory_.GetUpdate({"default", "job"}, 1)->has_value());
+  faulty_->OpenGate();
+  ASSERT_THAT(ack.get(), IsOk());
+  EXPECT_TRUE(memory_.GetUpdate({"default", "job"}, 1)->has_value());
+}
+
+TEST_F(LedgerServiceTest, AFailedCommitAcknowledgesNothingAndARetryLandsExactlyOnce) {
+  Create();
+  ASSERT_THAT(Append(Upd(1)), IsOk());
+  faulty_->FailNextApplies(1);
+  EXPECT_THAT(Append(Upd(2)), StatusIs(absl::StatusCode::kUnavailable, HasSubstr("retry with the same seq")));
+  EXPECT_FALSE(memory_.GetUpdate({"default", "job"}, 2)->has_value());
+  // State was rebuilt from the store: the failed update is not counted.
+  EXPECT_EQ(service_->GetJob(Caller::Insecure(), "", "job")->num_steps, 1);
+  absl::StatusOr<Ack> retry = Append(Upd(2));
+  ASSERT_THAT(retry, IsOk());
+  EXPECT_TRUE(retry->admitted);
+  EXPECT_FALSE(retry->duplicate);
+  EXPECT_EQ(service_->GetJob(Caller::Insecure(), "", "job")->num_steps, 2);
+  EXPECT_EQ(memory_.ListUpdates({"default", "job"}, 0, 100)->size(), 2u);
+}
+
+TEST_F(LedgerServiceTest, ConcurrentWritersNeverOverspendAndTheLedgerIsSerial) {
+  Create();
+  std::vector<std::thread> writers;
+  std::atomic<int> admitted{0};
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([&] {
+      for (int tries = 0; tries < 200; ++tries) {
+        const int64_t next = service_->GetJob(Caller::Insecure(), "", "job")->last_seq + 1;
+        absl::StatusOr<Ack> a = Append(Upd(next));
+        if (!a.ok()) continue;                       // lost the race: gap or conflict
+        if (a->admitted && !a->duplicate) ++admitted;
+        if (!a->admitted) return;                    // budget exhausted
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  // Duplicates (another writer's identical seq) count once: exactly 7 distinct admissions.
+  absl::StatusOr<std::vector<UpdateRow>> ledger = memory_.ListUpdates({"default", "job"}, 0, 100);
+  ASSERT_EQ(ledger->size(), 7u);
+  for (int i = 0; i < 7; ++i) EXPECT_EQ((*ledger)[i].seq, i + 1);
+  EXPECT_LE(ledger->back().spent.upper, kBudgetEps);
+  EXPECT_LE(admitted.load(), 7);
+}
+
+TEST_F(LedgerServiceTest, SpentAndRemainingMatchTheClosedForm) {
+  Create("job", 10);
+  std::vector<UpdateInput> batch;
+  for (int seq = 1; seq <= 10; ++seq) batch.push_back(Upd(seq));
+  ASSERT_THAT(service_->AppendSteps(Caller::Insecure(), "", "job", batch), IsOk());
+  absl::StatusOr<SpentAnswer> d = service_->Spent(Caller::Insecure(), "", "job", {std::nullopt, 0.5, ""});
+  ASSERT_THAT(d, IsOk());
+  EXPECT_NEAR(d->delta->upper, kDelta10At05, kDelta10At05 * 1e-9);
+  EXPECT_EQ(d->accountant, "analytic");
+
+  Create("small");
+  ASSERT_THAT(service_->AppendSteps(Caller::Insecure(), "", "small", {Upd(1), Upd(2)}), IsOk());
+  absl::StatusOr<RemainingAnswer> r =
+      service_->Remaining(Caller::Insecure(), "", "small", *core::Mechanism::Gaussian(10));
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->max_additional_steps, 5);  // 7 fit in total
+  EXPECT_NEAR(r->spent_at_max.upper, kEps7, kEps7 * kRelTol);
+}
+
+TEST_F(LedgerServiceTest, AMechanismTheAccountantCannotHandleIsUnimplementedAndWritesNothing) {
+  Create();
+  UpdateInput laplace{1, {{*core::Mechanism::Laplace(1.0), 1}}};
+  EXPECT_THAT(Append(laplace), StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("seq 1")));
+  EXPECT_EQ(service_->GetJob(Caller::Insecure(), "", "job")->last_seq, 0);
+}
+
+TEST_F(LedgerServiceTest, ClosedJobsRefuseNewStepsButAnswerRetriesAndQueries) {
+  Create();
+  ASSERT_THAT(Append(Upd(1)), IsOk());
+  ASSERT_THAT(service_->CloseJob(Caller::Insecure(), "", "job"), IsOk());
+  EXPECT_THAT(Append(Upd(2)), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("closed")));
+  EXPECT_TRUE(Append(Upd(1))->duplicate);
+  Restart();
+  EXPECT_THAT(Append(Upd(2)), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("closed")));
+}
+
+TEST_F(LedgerServiceTest, ReleasePassesOnlyWhenTheCertifiedBoundBacksTheClaim) {
+  Create("job", 10);
+  std::vector<UpdateInput> batch;
+  for (int seq = 1; seq <= 10; ++seq) batch.push_back(Upd(seq));
+  ASSERT_THAT(service_->AppendSteps(Caller::Insecure(), "", "job", batch), IsOk());
+  ReleaseInput in{.job_id = "job", .payload = "abc", .epsilon = 0.5,
+                  .delta_est = kDelta10At05 * 0.99 * 1.001, .request_id = "r1"};
+  absl::StatusOr<ReleaseRow> rel = service_->Release(Caller::Insecure(), in);
+  ASSERT_THAT(rel, IsOk());
+  EXPECT_EQ(rel->payload_sha256,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");  // FIPS 180-2
+  EXPECT_EQ(rel->verifier, "certified-accountant:analytic");
+  EXPECT_TRUE(rel->fallback);
+  EXPECT_EQ(rel->ledger_seq, 10);
+  EXPECT_NEAR(rel->delta, in.delta_est / 0.99, 1e-18);
+  // A retry with the same request id returns the recorded release.
+  EXPECT_EQ(service_->Release(Caller::Insecure(), in)->release_id, rel->release_id);
+  absl::StatusOr<ReleaseRow> got = service_->GetRelease(Caller::Insecure(), "", rel->release_id, true);
+  ASSERT_THAT(got, IsOk());
+  EXPECT_EQ(got->payload, "abc");
+  EXPECT_THAT(service_->GetRelease(Caller::Insecure(), "other", rel->release_id, false),
+              StatusIs(absl::StatusCode::kNotFound, ::testing::_));
+
+  ReleaseInput tight = in;
+  tight.request_id = "r2";
+  tight.delta_est = kDelta10At05 * 0.99 * 0.999;  // claims less than the truth
+  EXPECT_THAT(service_->Release(Caller::Insecure(), tight),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("verification failed")));
+  EXPECT_EQ(*memory_.CountReleases({"default", "job"}), 1);
+  EXPECT_THAT(metrics_.Serialize(), HasSubstr("dpledger_verifications_total{outcome=\"rejected\"} 1"));
+}
+
+TEST_F(LedgerServiceTest, ReleaseRunsTheEvrVerifierWithFreshRandomness) {
+  options_.release_use_mc = true;
+  Restart();
+  Create("job", 10);
+  std::vector<UpdateInput> batch;
+  for (int seq = 1; seq <= 10; ++seq) batch.push_back(Upd(seq));
+  ASSERT_THAT(service_->AppendSteps(Caller::Insecure(), "", "job", batch), IsOk());
+  // Claim delta_est/tau = 0.1, ten times the true delta(0.5) = 0.0098 (mpmath): with tau = 0.5
+  // the verifier needs few samples, and it rejects only if its estimate exceeds the
+  // threshold by > 10 standard deviations (Bernstein: false failure < 1e-9).
+  ReleaseInput in{.job_id = "job", .payload = "p", .epsilon = 0.5, .delta_est = 0.05, .tau = 0.5};
+  absl::StatusOr<ReleaseRow> rel = service_->Release(Caller::Insecure(), in);
+  ASSERT_THAT(rel, IsOk());
+  EXPECT_EQ(rel->verifier, "evr-mc") << rel->note;
+  EXPECT_FALSE(rel->fallback);
+  EXPECT_EQ(rel->guarantee, core::Guarantee::kStatistical);
+  EXPECT_DOUBLE_EQ(rel->delta, 0.1);
+  EXPECT_GT(rel->num_samples, 0);
+  EXPECT_LT(rel->delta_hat, rel->threshold);
+  EXPECT_NE(rel->seed, 0u);  // chosen by the server, recorded for audit
+}
+
+TEST_F(LedgerServiceTest, TenantsAndRolesAreEnforced) {
+  const Caller alice_writer{"alice", Role::kWriter, false};
+  const Caller alice_reader{"alice", Role::kReader, false};
+  const Caller bob_writer{"bob", Role::kWriter, false};
+  Create("job", kBudgetEps, kDelta, alice_writer);
+  EXPECT_THAT(service_->AppendSteps(alice_reader, "", "job", {Upd(1)}),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("writer")));
+  EXPECT_THAT(service_->CreateJob(alice_reader, {.job_id = "x", .budget_epsilon = 1, .budget_delta = 1e-6}),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("writer")));
+  EXPECT_THAT(service_->GetJob(alice_reader, "", "job"), IsOk());
+  EXPECT_THAT(service_->GetJob(bob_writer, "alice", "job"),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("'bob' may not act on tenant 'alice'")));
+  EXPECT_THAT(service_->GetJob(bob_writer, "", "job"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("job")));
+  EXPECT_THAT(service_->AppendSteps(bob_writer, "", "job", {Upd(1)}),
+              StatusIs(absl::StatusCode::kNotFound, ::testing::_));
+  EXPECT_EQ(service_->ListJobs(bob_writer, "", 0, "")->jobs.size(), 0u);
+  EXPECT_EQ(service_->ListJobs(alice_reader, "", 0, "")->jobs.size(), 1u);
+}
+
+TEST_F(LedgerServiceTest, LimitsAreEnforced) {
+  options_.max_jobs_per_tenant = 2;
+  options_.max_updates_per_request = 3;
+  options_.max_steps_per_update = 2;
+  Restart();
+  Create("a");
+  Create("b");
+  EXPECT_THAT(service_->CreateJob(Caller::Insecure(), {.job_id = "c", .budget_epsilon = 1, .budget_delta = 1e-6}),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("max_jobs_per_tenant")));
+  EXPECT_THAT(service_->AppendSteps(Caller::Insecure(), "", "a", {Upd(1), Upd(2), Upd(3), Upd(4)}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_updates_per_request")));
+  UpdateInput wide{1, {Gaussian(10), Gaussian(11), Gaussian(12)}};
+  EXPECT_THAT(Append(wide, "a"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_steps_per_update")));
+}
+
+struct BadRequest {
+  const char* name;
+  std::function<absl::Status(LedgerService&)> call;
+  absl::StatusCode code;
+  const char* field;
+};
+
+TEST_F(LedgerServiceTest, BadRequestsGetTheRightStatusNamingTheField) {
+  Create();
+  const Caller c = Caller::Insecure();
+  auto create = [c](JobSpec s) {
+    return [c, s](LedgerService& svc) { return svc.CreateJob(c, s).status(); };
+  };
+  auto append = [c](std::string job, std::vector<UpdateInput> u) {
+    return [c, job, u](LedgerService& svc) { return svc.AppendSteps(c, "", job, u).status(); };
+  };
+  auto spent = [c](SpentQuery q) {
+    return [c, q](LedgerService& svc) { return svc.Spent(c, "", "job", q).status(); };
+  };
+  const double nan = std::nan("");
+  const BadRequest table[] = {
+      {"empty job id", create({.job_id = "", .budget_epsilon = 1, .budget_delta = 1e-6}), absl::StatusCode::kInvalidArgument, "job_id"},
+      {"job id with space", create({.job_id = "a b", .budget_epsilon = 1, .budget_delta = 1e-6}), absl::StatusCode::kInvalidArgument, "job_id"},
+      {"NaN epsilon", create({.job_id = "n", .budget_epsilon = nan, .budget_delta = 1e-6}), absl::StatusCode::kInvalidArgument, "budget.epsilon"},
+      {"negative epsilon", create({.job_id = "n", .budget_epsilon = -1, .budget_delta = 1e-6}), absl::StatusCode::kInvalidArgument, "budget.epsilon"},
+      {"delta 0", create({.job_id = "n", .budget_epsilon = 1, .budget_delta = 0}), absl::StatusCode::kInvalidArgument, "budget.delta"},
+      {"delta 1", create({.job_id = "n", .budget_epsilon = 1, .budget_delta = 1}), absl::StatusCode::kInvalidArgument, "budget.delta"},
+      {"unknown accountant", create({.job_id = "n", .budget_epsilon = 1, .budget_delta = 1e-6, .accountant = "magic"}), absl::StatusCode::kInvalidArgument, "accountant"},
+      {"replace-one relation", create({.job_id = "n", .budget_epsilon = 1, .budget_delta = 1e-6, .neighbouring = Neighbouring::kReplaceOne}), absl::StatusCode::kUnimplemented, "neighbouring"},
+      {"bad tenant", [c](LedgerService& svc) { return svc.GetJob(c, "a/b", "job").status(); }, absl::StatusCode::kInvalidArgument, "tenant"},
+      {"duplicate job", create({.job_id = "job", .budget_epsilon = 1, .budget_delta = 1e-6}), absl::StatusCode::kAlreadyExists, "job"},
+      {"unknown job", append("nope", {Upd(1)}), absl::StatusCode::kNotFound, "nope"},
+      {"no updates", append("job", {}), absl::StatusCode::kInvalidArgument, "updates"},
+      {"seq 0", append("job", {Upd(0)}), absl::StatusCode::kInvalidArgument, "updates[0].seq"},
+      {"no steps", append("job", {UpdateInput{1, {}}}), absl::StatusCode::kInvalidArgument, "updates[0].steps"},
+      {"count 0", append("job", {UpdateInput{1, {Gaussian(10, 0)}}}), absl::StatusCode::kInvalidArgument, "count"},
+      {"seq twice, different", append("job", {Upd(1), Upd(1, 20)}), absl::StatusCode::kAlreadyExists, "seq 1"},
+      {"both delta and epsilon", spent({1e-6, 1.0, ""}), absl::StatusCode::kInvalidArgument, "delta"},
+      {"neither", spent({std::nullopt, std::nullopt, ""}), absl::StatusCode::kInvalidArgument, "epsilon"},
+      {"delta 0 query", spent({0.0, std::nullopt, ""}), absl::StatusCode::kInvalidArgument, "delta"},
+      {"NaN epsilon query", spent({std::nullopt, nan, ""}), absl::StatusCode::kInvalidArgument, "epsilon"},
+      {"unknown query accountant", spent({1e-6, std::nullopt, "magic"}), absl::StatusCode::kInvalidArgument, "accountant"},
+      {"ledger page size", [c](LedgerService& svc) { return svc.GetLedger(c, "", "job", 0, -1).status(); }, absl::StatusCode::kInvalidArgument, "page_size"},
+      {"list page token", [c](LedgerService& svc) { return svc.ListJobs(c, "", 0, "garbage").status(); }, absl::StatusCode::kInvalidArgument, "page_token"},
+      {"release tau", [c](LedgerService& svc) { return svc.Release(c, {.job_id = "job", .epsilon = 1, .delta_est = 1e-6, .tau = 2}).status(); }, absl::StatusCode::kInvalidArgument, "tau"},
+      {"release delta_est", [c](LedgerService& svc) { return svc.Release(c, {.job_id = "job", .epsilon = 1, .delta_est = 0}).status(); }, absl::StatusCode::kInvalidArgument, "delta_est"},
+  };
+  for (const BadRequest& b : table) {
+    EXPECT_THAT(b.call(*service_), StatusIs(b.code, HasSubstr(b.field))) << b.name;
+  }
+  // Nothing was half-written by any of them.
+  EXPECT_EQ(*memory_.CountJobs("default"), 1);
+  EXPECT_EQ(service_->GetJob(c, "", "job")->last_seq, 0);
+}
+
+TEST_F(LedgerServiceTest, EvictedJobsAreRebuiltWithTheSameAnswers) {
+  options_.max_cached_jobs = 2;
+  Restart();
+  std::vector<double> spent;
+  for (int j = 0; j < 5; ++j) {
+    const std::string id = absl::StrFormat("j%d", j);
+    Create(id, 10);
+    ASSERT_THAT(Append(Upd(1, 10, j + 1), id), IsOk());
+    spent.push_back(service_->GetJob(Caller::Insecure(), "", id)->spent.upper);
+  }
+  for (int j = 0; j < 5; ++j) {
+    EXPECT_EQ(service_->GetJob(Caller::Insecure(), "", absl::StrFormat("j%d", j))->spent.upper, spent[j]);
+  }
+  EXPECT_THAT(metrics_.Serialize(), ::testing::ContainsRegex("dpledger_pool_rebuilds_total ([6-9]|[1-9][0-9])"));
+}
+
+}  // namespace
+}  // namespace dpledger::server

@@ -1,0 +1,179 @@
+// dpledgerd: the privacy-budget ledger service (issue 4).
+//
+//   dpledgerd --listen 127.0.0.1:50051 --data-dir var --metrics-listen 127.0.0.1:9464 --insecure
+//
+// Every flag can also come from the environment as DPLEDGER_<FLAG> (upper case, '-' -> '_'),
+// e.g. DPLEDGER_DATA_DIR=/srv/dpledger; a command-line flag wins over the environment.
+// SIGTERM / SIGINT: graceful shutdown (drain RPCs and streams, commit, close the store).
+#include <csignal>
+#include <cstdlib>
+#include <pthread.h>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_format.h"
+#include "server/server.h"
+#include "spdlog/sinks/stdout_sinks.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "gRPC address host:port (port 0: any free)");
+ABSL_FLAG(std::string, data_dir, "var", "directory of the SQLite store (ledger.db)");
+ABSL_FLAG(std::string, store, "sqlite", "store backend: sqlite or memory (nothing persists)");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
+          "Prometheus /metrics address host:port; empty: disabled");
+ABSL_FLAG(bool, insecure, false, "plaintext and no authentication (local use only)");
+ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate (required unless --insecure)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key (required unless --insecure)");
+ABSL_FLAG(std::string, token_file, "",
+          "bearer tokens, one 'TOKEN TENANT reader|writer' per line (required unless --insecure)");
+ABSL_FLAG(int, max_message_bytes, 16 << 20, "largest gRPC message accepted or sent");
+ABSL_FLAG(int, shutdown_grace_ms, 10000, "how long shutdown waits for in-flight RPCs");
+ABSL_FLAG(bool, full_integrity_check, false,
+          "PRAGMA integrity_check at start-up instead of quick_check");
+ABSL_FLAG(bool, check_ledger, true, "check ledger consistency at start-up");
+ABSL_FLAG(std::string, default_accountant, "pld", "admitting accountant when a job names none");
+ABSL_FLAG(int, max_jobs_per_tenant, 10000, "jobs one tenant may create");
+ABSL_FLAG(int, max_updates_per_request, 1000, "updates in one AppendSteps request");
+ABSL_FLAG(int, max_steps_per_update, 64, "(mechanism, count) entries in one update");
+ABSL_FLAG(int, max_cached_jobs, 10000, "jobs whose accountant state stays cached (LRU)");
+ABSL_FLAG(int, max_admission_group, 1024, "pipelined stream updates admitted together");
+ABSL_FLAG(int64_t, max_payload_bytes, 8 << 20, "largest release payload");
+ABSL_FLAG(int, group_commit_max_batches, 4096, "writes merged into one commit at most");
+ABSL_FLAG(int, group_commit_delay_us, 0,
+          "extra wait for more writes before a commit (0: commit at once)");
+ABSL_FLAG(int, max_stream_inflight, 4096, "stream messages read ahead of their acks");
+ABSL_FLAG(int, max_job_series, 1000, "jobs labelled in dpledger_job_epsilon_spent");
+ABSL_FLAG(bool, release_use_mc, true, "run the EVR Monte Carlo verifier for releases");
+ABSL_FLAG(double, release_mc_max_seconds, 60,
+          "EVR predicted-time cap per release; beyond it a certified accountant decides");
+ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
+
+namespace {
+
+constexpr const char* kFlagNames[] = {
+    "listen", "data_dir", "store", "metrics_listen", "insecure", "tls_cert", "tls_key",
+    "token_file", "max_message_bytes", "shutdown_grace_ms", "full_integrity_check",
+    "check_ledger", "default_accountant", "max_jobs_per_tenant", "max_updates_per_request",
+    "max_steps_per_update", "max_cached_jobs", "max_admission_group", "max_payload_bytes",
+    "group_commit_max_batches", "group_commit_delay_us", "max_stream_inflight",
+    "max_job_series", "release_use_mc", "release_mc_max_seconds", "log_level"};
+
+// DPLEDGER_<FLAG> from the environment, applied before the command line is parsed so the
+// command line wins.
+bool ApplyEnvironment() {
+  bool ok = true;
+  for (const char* name : kFlagNames) {
+    const std::string env = "DPLEDGER_" + absl::AsciiStrToUpper(name);
+    const char* value = std::getenv(env.c_str());
+    if (value == nullptr) continue;
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    std::string error;
+    if (flag == nullptr || !flag->ParseFrom(value, &error)) {
+      std::fprintf(stderr, "dpledgerd: environment %s='%s': %s\n", env.c_str(), value,
+                   error.c_str());
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+// The documented spelling is --data-dir / --metrics-listen (hyphens); Abseil flag names are
+// identifiers, so hyphens in a flag's name (not its value) become underscores.
+std::vector<std::string> NormalizeFlagNames(int argc, char** argv) {
+  std::vector<std::string> out;
+  bool only_args = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i > 0 && !only_args && a == "--") only_args = true;
+    if (i > 0 && !only_args && a.size() > 2 && a[0] == '-') {
+      const size_t start = a[1] == '-' ? 2 : 1;
+      const size_t end = std::min(a.find('='), a.size());
+      for (size_t j = start; j < end; ++j) {
+        if (a[j] == '-') a[j] = '_';
+      }
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+dpledger::server::ServerOptions OptionsFromFlags() {
+  dpledger::server::ServerOptions o;
+  o.listen = absl::GetFlag(FLAGS_listen);
+  o.data_dir = absl::GetFlag(FLAGS_data_dir);
+  o.store = absl::GetFlag(FLAGS_store);
+  o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  o.insecure = absl::GetFlag(FLAGS_insecure);
+  o.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  o.tls_key = absl::GetFlag(FLAGS_tls_key);
+  o.token_file = absl::GetFlag(FLAGS_token_file);
+  o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  o.shutdown_grace_ms = absl::GetFlag(FLAGS_shutdown_grace_ms);
+  o.full_integrity_check = absl::GetFlag(FLAGS_full_integrity_check);
+  o.check_ledger = absl::GetFlag(FLAGS_check_ledger);
+  o.ledger.default_accountant = absl::GetFlag(FLAGS_default_accountant);
+  o.ledger.max_jobs_per_tenant = absl::GetFlag(FLAGS_max_jobs_per_tenant);
+  o.ledger.max_updates_per_request = absl::GetFlag(FLAGS_max_updates_per_request);
+  o.ledger.max_steps_per_update = absl::GetFlag(FLAGS_max_steps_per_update);
+  o.ledger.max_cached_jobs = absl::GetFlag(FLAGS_max_cached_jobs);
+  o.ledger.max_admission_group = absl::GetFlag(FLAGS_max_admission_group);
+  o.ledger.max_payload_bytes = absl::GetFlag(FLAGS_max_payload_bytes);
+  o.ledger.committer.max_batches_per_commit = absl::GetFlag(FLAGS_group_commit_max_batches);
+  o.ledger.committer.max_delay = std::chrono::microseconds(absl::GetFlag(FLAGS_group_commit_delay_us));
+  o.ledger.release_use_mc = absl::GetFlag(FLAGS_release_use_mc);
+  o.ledger.release_mc_max_seconds = absl::GetFlag(FLAGS_release_mc_max_seconds);
+  o.grpc.max_stream_inflight = absl::GetFlag(FLAGS_max_stream_inflight);
+  o.metrics.max_job_series = absl::GetFlag(FLAGS_max_job_series);
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "dpledgerd --listen HOST:PORT --data-dir DIR --metrics-listen HOST:PORT "
+      "(--insecure | --tls-cert F --tls-key F --token-file F); env DPLEDGER_<FLAG> also works");
+  if (!ApplyEnvironment()) return 2;
+  std::vector<std::string> args = NormalizeFlagNames(argc, argv);
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : args) arg_ptrs.push_back(a.data());
+  absl::ParseCommandLine(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
+
+  auto logger = spdlog::stderr_logger_mt("dpledgerd");
+  logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
+  const spdlog::level::level_enum level = spdlog::level::from_str(absl::GetFlag(FLAGS_log_level));
+  logger->set_level(level);
+  spdlog::set_default_logger(logger);
+  spdlog::flush_on(spdlog::level::info);
+
+  // Block the shutdown signals in every thread; one thread waits for them with sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<dpledger::server::Server>> server =
+      dpledger::server::Server::Start(OptionsFromFlags());
+  if (!server.ok()) {
+    spdlog::critical("start failed code={} msg=\"{}\"",
+                     absl::StatusCodeToString(server.status().code()),
+                     std::string(server.status().message()));
+    return server.status().code() == absl::StatusCode::kDataLoss ? 3 : 1;
+  }
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    spdlog::info("signal={} received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    (*server)->Shutdown();
+  });
+  waiter.join();
+  server->reset();
+  spdlog::info("dpledgerd exited cleanly");
+  return 0;
+}

@@ -1,0 +1,165 @@
+#include "server/server.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <prometheus/exposer.h>
+#include <prometheus/registry.h>
+
+#include "absl/strings/str_format.h"
+#include "server/ledger_check.h"
+#include "server/memory_store.h"
+#include "server/sqlite_store.h"
+#include "spdlog/spdlog.h"
+
+namespace dpledger::server {
+
+absl::StatusOr<std::string> ReadFileToString(const std::string& path, std::string_view field) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s '%s' cannot be read", std::string(field), path));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  std::unique_ptr<Server> s(new Server());
+  s->options_ = options;
+  s->metrics_ = std::make_unique<Metrics>(options.metrics);
+  s->metrics_->SetSamplePoolBackend("none");  // no MC sample pool in use until core/mc lands
+
+  // Security settings first: refuse to start half-configured.
+  std::shared_ptr<grpc::ServerCredentials> creds;
+  if (options.insecure) {
+    creds = grpc::InsecureServerCredentials();
+    spdlog::warn("--insecure: plaintext transport{}; for local use only",
+                 options.token_file.empty() ? " and no authentication" : "");
+  } else {
+    if (options.tls_cert.empty() || options.tls_key.empty()) {
+      return absl::InvalidArgumentError(
+          "tls_cert and tls_key are required (or --insecure for plaintext without auth)");
+    }
+    if (options.token_file.empty()) {
+      return absl::InvalidArgumentError("token_file is required unless --insecure");
+    }
+    absl::StatusOr<std::string> cert = ReadFileToString(options.tls_cert, "tls_cert");
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadFileToString(options.tls_key, "tls_key");
+    if (!key.ok()) return key.status();
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    creds = grpc::SslServerCredentials(ssl);
+  }
+  // Tokens whenever a token file is given; --insecure alone means no authentication.
+  if (!options.token_file.empty()) {
+    absl::StatusOr<TokenTable> tokens = TokenTable::Load(options.token_file);
+    if (!tokens.ok()) return tokens.status();
+    if (tokens->size() == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("token_file '%s' holds no tokens", options.token_file));
+    }
+    s->tokens_ = std::make_unique<TokenTable>(std::move(*tokens));
+  }
+
+  // Store: integrity, migrations, ledger consistency.
+  if (options.store == "sqlite") {
+    std::error_code ec;
+    std::filesystem::create_directories(options.data_dir, ec);
+    if (ec) {
+      return absl::UnavailableError(absl::StrFormat("data_dir '%s' cannot be created: %s",
+                                                    options.data_dir, ec.message()));
+    }
+    SqliteStoreOptions so;
+    so.path = (std::filesystem::path(options.data_dir) / "ledger.db").string();
+    so.full_check = options.full_integrity_check;
+    absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(so);
+    if (!store.ok()) return store.status();
+    spdlog::info("store=sqlite path={} schema_version={}", so.path, (*store)->schema_version());
+    s->store_ = std::move(*store);
+  } else if (options.store == "memory") {
+    s->store_ = std::make_unique<MemoryStore>();
+    spdlog::warn("store=memory: nothing survives a restart");
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("store must be sqlite or memory, got '%s'", options.store));
+  }
+  if (options.check_ledger) {
+    LedgerCheckStats stats;
+    if (absl::Status c = CheckLedgerConsistency(*s->store_, &stats); !c.ok()) return c;
+    spdlog::info("ledger check ok jobs={} updates={} releases={}", stats.jobs, stats.updates,
+                 stats.releases);
+  }
+
+  s->ledger_ = std::make_unique<LedgerService>(s->store_.get(), options.ledger, s->metrics_.get());
+  s->service_ = std::make_unique<GrpcLedgerService>(s->ledger_.get(), s->metrics_.get(),
+                                                    s->tokens_.get(), options.grpc);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, creds, &s->port_);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  builder.RegisterService(s->service_.get());
+  s->grpc_server_ = builder.BuildAndStart();
+  if (!s->grpc_server_ || s->port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrFormat("cannot listen on '%s' (in use or not an address)", options.listen));
+  }
+  if (grpc::HealthCheckServiceInterface* health = s->grpc_server_->GetHealthCheckService()) {
+    health->SetServingStatus(true);
+    health->SetServingStatus("dpledger.v1.Ledger", true);
+  }
+
+  if (!options.metrics_listen.empty()) {
+    // prometheus-cpp (civetweb) reports a bind failure by throwing.
+    try {
+      s->exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_listen);
+      s->exposer_->RegisterCollectable(s->metrics_->registry());
+    } catch (const std::exception& e) {
+      s->grpc_server_->Shutdown();
+      return absl::UnavailableError(absl::StrFormat(
+          "cannot serve metrics on '%s': %s", options.metrics_listen, e.what()));
+    }
+  }
+  spdlog::info("dpledgerd listening={} port={} metrics={} tls={} auth={} accountant={}",
+               options.listen, s->port_,
+               options.metrics_listen.empty() ? "-" : options.metrics_listen,
+               options.insecure ? "off" : "on", s->tokens_ ? "tokens" : "off",
+               options.ledger.default_accountant);
+  return s;
+}
+
+void Server::Shutdown() {
+  std::lock_guard<std::mutex> lock(shutdown_mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  spdlog::info("shutting down: draining RPCs (grace {} ms)", options_.shutdown_grace_ms);
+  if (grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService()) {
+    health->Shutdown();  // NOT_SERVING to health checkers while we drain
+  }
+  grpc_server_->Shutdown(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(options_.shutdown_grace_ms));
+  ledger_->Shutdown();  // commits everything pending
+  exposer_.reset();
+  spdlog::info("shutdown complete: store flushed");
+}
+
+void Server::Wait() {
+  if (grpc_server_) grpc_server_->Wait();
+}
+
+Server::~Server() {
+  if (grpc_server_) Shutdown();
+  ledger_.reset();
+  store_.reset();  // SQLite checkpoints and closes
+}
+
+}  // namespace dpledger::server

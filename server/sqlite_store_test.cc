@@ -1,0 +1,112 @@
+// SQLite-specific behaviour: durability settings, persistence, migrations, corruption.
+#include "server/sqlite_store.h"
+
+#include <sqlite3.h>
+
+#include <fstream>
+
+#include "core/util/test_support.h"
+#include "gtest/gtest.h"
+#include "server/test_util.h"
+
+namespace dpledger::server {
+namespace {
+
+using ::dpledger::testing::IsOk;
+using ::dpledger::testing::StatusIs;
+using ::testing::HasSubstr;
+
+std::string Pragma(const std::string& path, const std::string& pragma) {
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, ("PRAGMA " + pragma).c_str(), -1, &st, nullptr);
+  std::string out;
+  if (sqlite3_step(st) == SQLITE_ROW) out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
+
+TEST(SqliteStore, UsesWalAndTheCurrentSchemaVersion) {
+  testing::TempDir dir;
+  absl::StatusOr<std::unique_ptr<SqliteStore>> s = SqliteStore::Open({.path = dir.file("l.db")});
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ((*s)->schema_version(), kSqliteSchemaVersion);
+  EXPECT_EQ(Pragma(dir.file("l.db"), "journal_mode"), "wal");  // persistent per database
+}
+
+TEST(SqliteStore, CommittedRowsSurviveReopening) {
+  testing::TempDir dir;
+  JobRow j;
+  j.key = {"t", "a"};
+  j.budget_epsilon = 1;
+  j.budget_delta = 1e-6;
+  j.accountant = "analytic";
+  {
+    absl::StatusOr<std::unique_ptr<SqliteStore>> s = SqliteStore::Open({.path = dir.file("l.db")});
+    ASSERT_THAT(s, IsOk());
+    WriteBatch b;
+    b.new_jobs.push_back(j);
+    ASSERT_THAT((*s)->Apply(b), IsOk());
+  }
+  absl::StatusOr<std::unique_ptr<SqliteStore>> s = SqliteStore::Open({.path = dir.file("l.db")});
+  ASSERT_THAT(s, IsOk());
+  EXPECT_TRUE((*s)->GetJob(j.key)->has_value());
+}
+
+TEST(SqliteStore, MigratesAVersionOneDatabase) {
+  testing::TempDir dir;
+  ASSERT_THAT(CreateSqliteSchemaForTest(dir.file("l.db"), 1), IsOk());
+  absl::StatusOr<std::unique_ptr<SqliteStore>> s = SqliteStore::Open({.path = dir.file("l.db")});
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ((*s)->schema_version(), 2);
+}
+
+TEST(SqliteStore, RefusesADatabaseFromANewerServer) {
+  testing::TempDir dir;
+  ASSERT_THAT(CreateSqliteSchemaForTest(dir.file("l.db"), 2), IsOk());
+  sqlite3* db = nullptr;
+  sqlite3_open(dir.file("l.db").c_str(), &db);
+  sqlite3_exec(db, "UPDATE schema_version SET version = 99", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  EXPECT_THAT(SqliteStore::Open({.path = dir.file("l.db")}),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("99")));
+}
+
+TEST(SqliteStore, GarbageFileIsDataLoss) {
+  testing::TempDir dir;
+  std::ofstream(dir.file("l.db")) << std::string(8192, 'x');
+  EXPECT_THAT(SqliteStore::Open({.path = dir.file("l.db")}),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("sqlite")));
+}
+
+TEST(SqliteStore, DamagedPagesAreDataLoss) {
+  testing::TempDir dir;
+  const std::string path = dir.file("l.db");
+  {
+    absl::StatusOr<std::unique_ptr<SqliteStore>> s = SqliteStore::Open({.path = path});
+    ASSERT_THAT(s, IsOk());
+    WriteBatch b;
+    for (int i = 0; i < 400; ++i) {
+      JobRow j;
+      j.key = {"t", absl::StrFormat("job-%04d-%s", i, std::string(100, 'p'))};
+      j.budget_epsilon = 1;
+      j.budget_delta = 1e-6;
+      j.accountant = "analytic";
+      b.new_jobs.push_back(j);
+    }
+    ASSERT_THAT((*s)->Apply(b), IsOk());
+  }  // closed: WAL checkpointed into the file
+  // Overwrite the middle of the file (b-tree pages of the jobs table) with junk.
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(4096 * 3);
+  const std::string junk(4096 * 4, '\x5a');
+  f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  f.close();
+  absl::StatusOr<std::unique_ptr<SqliteStore>> s = SqliteStore::Open({.path = path, .full_check = true});
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kDataLoss, ::testing::_));
+}
+
+}  // namespace
+}  // namespace dpledger::server

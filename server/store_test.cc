@@ -1,0 +1,203 @@
+// One suite, every Store backend (issue 4: "one test suite runs against every backend").
+#include "server/store.h"
+
+#include <functional>
+#include <memory>
+
+#include "core/util/test_support.h"
+#include "gtest/gtest.h"
+#include "server/memory_store.h"
+#include "server/sqlite_store.h"
+#include "server/test_util.h"
+
+namespace dpledger::server {
+namespace {
+
+using ::dpledger::testing::IsOk;
+using ::dpledger::testing::StatusIs;
+using ::testing::HasSubstr;
+
+struct Backend {
+  std::string name;
+  std::function<std::unique_ptr<Store>(const std::string& dir)> open;
+};
+
+void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
+
+class StoreSuite : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override { store_ = GetParam().open(dir_.path()); }
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+JobRow Job(std::string tenant, std::string id) {
+  JobRow j;
+  j.key = {std::move(tenant), std::move(id)};
+  j.budget_epsilon = 8;
+  j.budget_delta = 1e-9;
+  j.accountant = "analytic";
+  j.mc_seed = 0xfedcba9876543210ull;  // above INT64_MAX: stored as its bit pattern
+  j.create_time_ms = 1700000000000;
+  return j;
+}
+
+UpdateRow Update(const JobRow& j, int64_t seq, int64_t num_steps_after) {
+  UpdateRow u;
+  u.key = j.key;
+  u.seq = seq;
+  u.steps = CanonicalSteps({testing::Gaussian(2.0, 1)});
+  u.spent = {0.25, 0.5, 0.75, core::Guarantee::kCertified, 0};
+  u.num_steps_after = num_steps_after;
+  u.commit_time_ms = 1700000000001;
+  return u;
+}
+
+TEST_P(StoreSuite, JobRoundTripsEveryField) {
+  JobRow j = Job("t1", "job-a");
+  WriteBatch b;
+  b.new_jobs.push_back(j);
+  ASSERT_THAT(store_->Apply(b), IsOk());
+  absl::StatusOr<std::optional<JobRow>> got = store_->GetJob(j.key);
+  ASSERT_THAT(got, IsOk());
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->key, j.key);
+  EXPECT_EQ((*got)->budget_epsilon, 8);
+  EXPECT_EQ((*got)->budget_delta, 1e-9);
+  EXPECT_EQ((*got)->accountant, "analytic");
+  EXPECT_EQ((*got)->mc_seed, 0xfedcba9876543210ull);
+  EXPECT_EQ((*got)->state, JobState::kOpen);
+  EXPECT_EQ((*got)->create_time_ms, 1700000000000);
+  EXPECT_FALSE(store_->GetJob({"t2", "job-a"})->has_value());  // tenants are separate
+}
+
+TEST_P(StoreSuite, DuplicateJobFailsAndTheWholeGroupIsRolledBack) {
+  WriteBatch first;
+  first.new_jobs.push_back(Job("t", "a"));
+  ASSERT_THAT(store_->Apply(first), IsOk());
+  WriteBatch fresh, dup;
+  fresh.new_jobs.push_back(Job("t", "b"));
+  dup.new_jobs.push_back(Job("t", "a"));
+  const WriteBatch* group[] = {&fresh, &dup};
+  EXPECT_THAT(store_->Apply(group), StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("a")));
+  EXPECT_FALSE(store_->GetJob({"t", "b"})->has_value());  // all or nothing
+  EXPECT_EQ(*store_->CountJobs("t"), 1);
+}
+
+TEST_P(StoreSuite, UpdatesMustBeContiguousAndTheJobOpen) {
+  JobRow j = Job("t", "a");
+  WriteBatch b;
+  b.new_jobs.push_back(j);
+  b.updates.push_back(Update(j, 1, 1));
+  b.updates.push_back(Update(j, 2, 2));
+  ASSERT_THAT(store_->Apply(b), IsOk());
+
+  WriteBatch gap;
+  gap.updates.push_back(Update(j, 4, 3));
+  EXPECT_THAT(store_->Apply(gap), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("seq 4")));
+  WriteBatch again;
+  again.updates.push_back(Update(j, 2, 3));
+  EXPECT_FALSE(store_->Apply(again).ok());
+  WriteBatch orphan;
+  orphan.updates.push_back(Update(Job("t", "nope"), 1, 1));
+  EXPECT_THAT(store_->Apply(orphan), StatusIs(absl::StatusCode::kNotFound, HasSubstr("nope")));
+
+  WriteBatch close;
+  close.state_changes.push_back({j.key, JobState::kClosed, 1700000000500});
+  ASSERT_THAT(store_->Apply(close), IsOk());
+  WriteBatch after_close;
+  after_close.updates.push_back(Update(j, 3, 3));
+  EXPECT_THAT(store_->Apply(after_close), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("closed")));
+  EXPECT_EQ((*store_->GetJob(j.key))->state, JobState::kClosed);
+  EXPECT_EQ((*store_->GetJob(j.key))->close_time_ms, 1700000000500);
+}
+
+TEST_P(StoreSuite, UpdatesReadBackInSeqOrderWithTheirAcks) {
+  JobRow j = Job("t", "a");
+  WriteBatch b;
+  b.new_jobs.push_back(j);
+  for (int s = 1; s <= 5; ++s) b.updates.push_back(Update(j, s, s));
+  ASSERT_THAT(store_->Apply(b), IsOk());
+  absl::StatusOr<std::vector<UpdateRow>> page = store_->ListUpdates(j.key, 2, 2);
+  ASSERT_THAT(page, IsOk());
+  ASSERT_EQ(page->size(), 2u);
+  EXPECT_EQ((*page)[0].seq, 3);
+  EXPECT_EQ((*page)[1].seq, 4);
+  EXPECT_EQ((*page)[0].steps, "gaussian:sigma=2,count=1");
+  EXPECT_EQ((*page)[0].spent.upper, 0.75);
+  EXPECT_EQ((*page)[0].spent.guarantee, core::Guarantee::kCertified);
+  EXPECT_EQ((*store_->LastUpdate(j.key))->seq, 5);
+  EXPECT_EQ((*store_->GetUpdate(j.key, 3))->num_steps_after, 3);
+  EXPECT_FALSE(store_->GetUpdate(j.key, 6)->has_value());
+}
+
+TEST_P(StoreSuite, JobsListInIdOrderPerTenant) {
+  WriteBatch b;
+  for (const char* id : {"c", "a", "b"}) b.new_jobs.push_back(Job("t", id));
+  b.new_jobs.push_back(Job("u", "z"));
+  ASSERT_THAT(store_->Apply(b), IsOk());
+  absl::StatusOr<std::vector<JobRow>> page = store_->ListJobs("t", "a", 10);
+  ASSERT_THAT(page, IsOk());
+  ASSERT_EQ(page->size(), 2u);
+  EXPECT_EQ((*page)[0].key.job_id, "b");
+  EXPECT_EQ((*page)[1].key.job_id, "c");
+  absl::StatusOr<std::vector<JobRow>> all = store_->ListAllJobs({"t", "c"}, 10);
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].key, (JobKey{"u", "z"}));
+}
+
+TEST_P(StoreSuite, ReleasesRoundTripAndRequestIdsAreUniquePerTenant) {
+  JobRow j = Job("t", "a");
+  WriteBatch b;
+  b.new_jobs.push_back(j);
+  ReleaseRow r;
+  r.release_id = "rel_1";
+  r.key = j.key;
+  r.request_id = "req-1";
+  r.epsilon = 1.5;
+  r.delta = 1e-9 / 0.99;
+  r.delta_est = 1e-9;
+  r.tau = 0.99;
+  r.rho = 0.995;
+  r.verifier = "certified-accountant:analytic";
+  r.fallback = true;
+  r.payload = std::string("\0binary\xff", 8);
+  r.payload_sha256 = Sha256Hex(r.payload);
+  b.releases.push_back(r);
+  ASSERT_THAT(store_->Apply(b), IsOk());
+  absl::StatusOr<std::optional<ReleaseRow>> got = store_->GetRelease("rel_1");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->payload, r.payload);
+  EXPECT_EQ((*got)->delta, r.delta);
+  EXPECT_TRUE((*got)->fallback);
+  EXPECT_EQ((*store_->FindReleaseByRequest("t", "req-1"))->release_id, "rel_1");
+  EXPECT_FALSE(store_->FindReleaseByRequest("other", "req-1")->has_value());
+  EXPECT_EQ(*store_->CountReleases(j.key), 1);
+  WriteBatch again;
+  r.release_id = "rel_2";
+  again.releases.push_back(r);
+  EXPECT_THAT(store_->Apply(again), StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("req-1")));
+  EXPECT_EQ(store_->ListReleases(j.key)->size(), 1u);
+}
+
+TEST_P(StoreSuite, IntegrityCheckPassesOnAHealthyStore) {
+  EXPECT_THAT(store_->CheckIntegrity(false), IsOk());
+  EXPECT_THAT(store_->CheckIntegrity(true), IsOk());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Backends, StoreSuite,
+    ::testing::Values(
+        Backend{"memory", [](const std::string&) -> std::unique_ptr<Store> {
+                  return std::make_unique<MemoryStore>();
+                }},
+        Backend{"sqlite", [](const std::string& dir) -> std::unique_ptr<Store> {
+                  absl::StatusOr<std::unique_ptr<SqliteStore>> s =
+                      SqliteStore::Open({.path = dir + "/ledger.db"});
+                  DPL_CHECK_OK(s.status());
+                  return std::move(*s);
+                }}),
+    [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace dpledger::server

@@ -1,0 +1,185 @@
+// The `dpledger` CLI contract (issue 4 "Exact command-line contracts"): runs the
+// binary against a live server and checks exit codes and the JSON keys scripts
+// rely on.
+#include <nlohmann/json.hpp>
+
+#include "gmock/gmock.h"
+#include "tests/e2e_fixture.h"
+
+namespace dpledger::e2e {
+namespace {
+
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+class CliTest : public E2eTest {
+ protected:
+  // `dpledger --server ADDR args...`
+  CommandResult Cli(std::vector<std::string> args) {
+    std::vector<std::string> argv = {CliBinary(), "--server", server_->address()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, 120000);
+  }
+  // The same, expecting exit 0 and one JSON document on stdout.
+  Json CliJson(std::vector<std::string> args) {
+    CommandResult r = Cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    Json j = Json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(j.is_discarded()) << "not JSON: " << r.out;
+    return j;
+  }
+};
+
+void ExpectBound(const Json& b) {
+  ASSERT_TRUE(b.is_object()) << b;
+  for (const char* key : {"lower", "estimate", "upper"}) {
+    ASSERT_TRUE(b.contains(key) && b[key].is_number()) << key << " in " << b;
+  }
+  EXPECT_LE(b["lower"].get<double>(), b["estimate"].get<double>());
+  EXPECT_LE(b["estimate"].get<double>(), b["upper"].get<double>());
+  ASSERT_TRUE(b.contains("guarantee") && b["guarantee"].is_string()) << b;
+}
+
+TEST_F(CliTest, ServiceCommandsPrintTheContractedJson) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  CommandResult create =
+      Cli({"job", "create", "--job", "cli-job", "--epsilon", "3", "--delta", "1e-6"});
+  ASSERT_EQ(create.exit_code, 0) << create.err;
+
+  Json job = CliJson({"job", "get", "--job", "cli-job", "--json"});
+  EXPECT_EQ(job["job_id"], "cli-job");
+  EXPECT_EQ(job["num_steps"], 0);
+  EXPECT_EQ(job["last_seq"], 0);
+  EXPECT_EQ(job["budget"]["epsilon"], 3.0);
+  EXPECT_EQ(job["budget"]["delta"], 1e-6);
+  EXPECT_EQ(job["accountant"], "pld");
+
+  Json step = CliJson({"step", "--job", "cli-job", "--seq", "1", "--step",
+                       "subsampled_gaussian:sigma=1,q=0.01,count=100", "--step",
+                       "gaussian:sigma=20", "--json"});
+  EXPECT_EQ(step["admitted"], true);
+  EXPECT_EQ(step["seq"], 1);
+  ExpectBound(step["epsilon"]);
+  EXPECT_EQ(step["epsilon"]["guarantee"], "certified");
+  EXPECT_LE(step["epsilon"]["upper"].get<double>(), 3.0);
+
+  // A retry of seq 1 is answered, charged nothing.
+  Json retry = CliJson({"step", "--job", "cli-job", "--seq", "1", "--step",
+                        "subsampled_gaussian:sigma=1,q=0.01,count=100", "--step",
+                        "gaussian:sigma=20", "--json"});
+  EXPECT_EQ(retry["admitted"], true);
+  EXPECT_EQ(retry["epsilon"]["upper"], step["epsilon"]["upper"]);
+
+  // A refused step exits 0 with "admitted": false.
+  Json refused =
+      CliJson({"step", "--job", "cli-job", "--seq", "2", "--step", "gaussian:sigma=0.1", "--json"});
+  EXPECT_EQ(refused["admitted"], false);
+  EXPECT_EQ(refused["seq"], 2);
+  ExpectBound(refused["epsilon"]);
+  EXPECT_EQ(refused["epsilon"]["upper"], step["epsilon"]["upper"]);  // unchanged
+
+  job = CliJson({"job", "get", "--job", "cli-job", "--json"});
+  EXPECT_EQ(job["num_steps"], 101);
+  EXPECT_EQ(job["last_seq"], 1);
+
+  // spent --json has the shape of the offline `account --json` on the same ledger.
+  Json spent = CliJson({"spent", "--job", "cli-job", "--delta", "1e-9", "--json"});
+  CommandResult offline_run = RunCommand({CliBinary(), "account", "--delta", "1e-9", "--step",
+                                          "subsampled_gaussian:sigma=1,q=0.01,count=100", "--step",
+                                          "gaussian:sigma=20", "--json"});
+  ASSERT_EQ(offline_run.exit_code, 0) << offline_run.err;
+  Json offline = Json::parse(offline_run.out);
+  std::vector<std::string> spent_keys, offline_keys;
+  for (auto& [k, v] : spent.items()) spent_keys.push_back(k);
+  for (auto& [k, v] : offline.items()) offline_keys.push_back(k);
+  EXPECT_EQ(spent_keys, offline_keys);
+  EXPECT_EQ(spent["accountant"], "pld");
+  EXPECT_EQ(spent["query"], Json({{"delta", 1e-9}}));
+  EXPECT_EQ(spent["num_steps"], 101);
+  ExpectBound(spent["epsilon"]);
+  EXPECT_EQ(spent["epsilon"]["guarantee"], "certified");
+  // Same accountant, same ledger: certified intervals overlap and agree closely.
+  EXPECT_LE(spent["epsilon"]["lower"].get<double>(), offline["epsilon"]["upper"].get<double>());
+  EXPECT_LE(offline["epsilon"]["lower"].get<double>(), spent["epsilon"]["upper"].get<double>());
+  EXPECT_NEAR(spent["epsilon"]["upper"].get<double>(), offline["epsilon"]["upper"].get<double>(),
+              1e-6 * offline["epsilon"]["upper"].get<double>());
+
+  Json spent_delta = CliJson({"spent", "--job", "cli-job", "--epsilon", "1.0", "--json"});
+  EXPECT_EQ(spent_delta["query"], Json({{"epsilon", 1.0}}));
+  ExpectBound(spent_delta["delta"]);
+  EXPECT_FALSE(spent_delta.contains("epsilon"));
+
+  Json rem = CliJson({"remaining", "--job", "cli-job", "--step", "gaussian:sigma=20", "--json"});
+  EXPECT_GT(rem["max_additional_steps"].get<int64_t>(), 0);
+  ExpectBound(rem["spent"]);
+
+  // simulate streams N updates and prints epsilon as it goes.
+  CommandResult sim = Cli({"simulate", "--job", "cli-job", "--steps", "200", "--step",
+                           "subsampled_gaussian:sigma=1,q=0.001"});
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  EXPECT_THAT(sim.out, HasSubstr("epsilon"));
+  EXPECT_THAT(sim.out, HasSubstr("200 updates admitted"));
+  job = CliJson({"job", "get", "--job", "cli-job", "--json"});
+  EXPECT_EQ(job["num_steps"], 301);
+  EXPECT_EQ(job["last_seq"], 201);
+
+  Json rel = CliJson({"release", "--job", "cli-job", "--payload", "hello", "--epsilon", "2.9",
+                      "--delta-est", "1e-6", "--json"});
+  ASSERT_TRUE(rel.contains("release_id")) << rel;
+  EXPECT_EQ(rel["payload_size"], 5);
+  EXPECT_EQ(rel["payload_sha256"],
+            "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");  // sha256("hello")
+  Json got = CliJson({"release", "get", "--release", rel["release_id"].get<std::string>(),
+                      "--include-payload", "--json"});
+  EXPECT_EQ(got["payload"], "hello");
+  EXPECT_EQ(got["release_id"], rel["release_id"]);
+
+  Json list = CliJson({"job", "list", "--json"});
+  ASSERT_EQ(list["jobs"].size(), 1u);
+  EXPECT_EQ(list["jobs"][0]["job_id"], "cli-job");
+
+  Json ledger = CliJson({"ledger", "--job", "cli-job", "--json"});
+  EXPECT_EQ(ledger["entries"].size(), 201u);
+
+  Json closed = CliJson({"job", "close", "--job", "cli-job", "--json"});
+  EXPECT_EQ(closed["state"], "closed");
+  CommandResult health = Cli({"health"});
+  EXPECT_EQ(health.exit_code, 0) << health.err;
+}
+
+TEST_F(CliTest, ErrorsExitNonZeroAndNameTheField) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  CommandResult unknown = Cli({"job", "get", "--job", "nope", "--json"});
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_THAT(unknown.err, HasSubstr("NOT_FOUND"));
+  EXPECT_THAT(unknown.err, HasSubstr("nope"));
+
+  ASSERT_EQ(Cli({"job", "create", "--job", "j", "--epsilon", "1", "--delta", "1e-6"}).exit_code, 0);
+  CommandResult bad_spec = Cli({"step", "--job", "j", "--seq", "1", "--step", "gaussian:sigma=-1"});
+  EXPECT_NE(bad_spec.exit_code, 0);
+  EXPECT_THAT(bad_spec.err, HasSubstr("sigma"));
+  CommandResult gap = Cli({"step", "--job", "j", "--seq", "9", "--step", "gaussian:sigma=5"});
+  EXPECT_NE(gap.exit_code, 0);
+  EXPECT_THAT(gap.err, HasSubstr("FAILED_PRECONDITION"));
+  EXPECT_THAT(gap.err, HasSubstr("seq"));
+  CommandResult bad_budget =
+      Cli({"job", "create", "--job", "k", "--epsilon", "-1", "--delta", "1e-6"});
+  EXPECT_NE(bad_budget.exit_code, 0);
+  EXPECT_THAT(bad_budget.err, HasSubstr("epsilon"));
+  CommandResult missing_flag = Cli({"spent", "--job", "j", "--json"});
+  EXPECT_NE(missing_flag.exit_code, 0);
+  EXPECT_THAT(missing_flag.err, HasSubstr("--delta"));
+  CommandResult unknown_flag = Cli({"job", "get", "--job", "j", "--bogus", "1"});
+  EXPECT_NE(unknown_flag.exit_code, 0);
+  EXPECT_THAT(unknown_flag.err, HasSubstr("--bogus"));
+
+  // Transport errors: nothing listens there.
+  CommandResult down =
+      RunCommand({CliBinary(), "--server", "127.0.0.1:" + std::to_string(PickFreePort()), "job",
+                  "get", "--job", "j", "--retries", "2", "--timeout-ms", "2000"});
+  EXPECT_NE(down.exit_code, 0);
+  EXPECT_THAT(down.err, HasSubstr("UNAVAILABLE"));
+}
+
+}  // namespace
+}  // namespace dpledger::e2e
