@@ -9,11 +9,17 @@
 //     the loss log/exp (= one SMC step). Ratio pool / limit = pool efficiency.
 //   BM_OnlineDpSgd/steps: IS pool (1e4 paths, all cores), DP-SGD sigma 1,
 //     q 1e-3; append one step, then epsilon(delta = 1e-9) warm-started from the
-//     previous answer, after every step. Reports total wall time.
+//     previous answer, after every step. Reports total wall time, the largest
+//     relative gap to the PLD accountant's estimate at 10 checkpoints, and the
+//     time PLD would need to answer after every step (its query time at the
+//     checkpoints, summed over all steps by the trapezoid rule).
+#include <chrono>
 #include <cmath>
 #include <memory>
+#include <vector>
 
 #include "benchmark/benchmark.h"
+#include "core/accountants/pld_accountant.h"
 #include "core/mc/mc_sample_math.h"
 #include "core/mc/mc_step.h"
 #include "core/mc/pool_query.h"
@@ -102,6 +108,7 @@ void BM_OnlineDpSgd(benchmark::State& state) {
   const int64_t steps = state.range(0);
   const Mechanism m = *Mechanism::SubsampledGaussian(1.0, 1e-3);
   double eps = 0;
+  std::vector<std::pair<int64_t, double>> checkpoints;  // (steps, MC epsilon)
   for (auto _ : state) {
     SamplePoolOptions o;
     o.estimator = McEstimator::kImportanceSampling;
@@ -112,18 +119,40 @@ void BM_OnlineDpSgd(benchmark::State& state) {
     auto pool = CreateSamplePool(o);
     double last = -1;
     int64_t evaluations = 0;
-    for (int64_t n = 0; n < steps; ++n) {
+    checkpoints.clear();
+    for (int64_t n = 1; n <= steps; ++n) {
       if (!(*pool)->Append({m, 1}).ok()) state.SkipWithError("append failed");
       auto e = PoolEpsilonForDelta(**pool, 1e-9, Direction::kRemove, last);
       if (!e.ok()) state.SkipWithError("epsilon failed");
       last = e->epsilon;
       evaluations += e->evaluations;
+      if (n % (steps / 10) == 0) checkpoints.push_back({n, last});
     }
     eps = last;
     state.counters["passes_per_step"] = static_cast<double>(evaluations) / steps;
     state.SetLabel((*pool)->Backend() == "cuda" ? "cuda" : "cpu");
   }
   state.counters["final_epsilon"] = eps;
+  // Outside the timed loop: PLD at each checkpoint, for accuracy and cost.
+  double max_gap = 0, pld_seconds = 0, prev_seconds = 0;
+  int64_t prev_n = 0;
+  for (const auto& [n, mc] : checkpoints) {
+    auto pld = *CreatePldAccountant();
+    (void)pld->Compose(m, n);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto b = pld->EpsilonForDelta(1e-9);
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!b.ok()) {
+      state.SkipWithError("pld failed");
+      return;
+    }
+    max_gap = std::max(max_gap, std::fabs(mc - b->estimate) / b->estimate);
+    pld_seconds += 0.5 * (dt + prev_seconds) * static_cast<double>(n - prev_n);
+    prev_seconds = dt;
+    prev_n = n;
+  }
+  state.counters["max_rel_gap_vs_pld"] = max_gap;
+  state.counters["pld_every_step_s"] = pld_seconds;
 }
 BENCHMARK(BM_OnlineDpSgd)->Arg(1000)->Arg(10000)->Unit(benchmark::kSecond)->Iterations(1);
 

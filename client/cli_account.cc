@@ -21,6 +21,16 @@ void PrintTable(const std::string& accountant, const std::string& query_name, do
               std::string(core::GuaranteeName(guarantee)).c_str());
 }
 
+void PrintDiagnostics(const core::Accountant& accountant) {
+  for (const core::AnswerDiagnostic& d : accountant.LastDiagnostics()) {
+    if (const double* v = std::get_if<double>(&d.value)) {
+      std::printf("  %-24s %.6g\n", d.name.c_str(), *v);
+    } else {
+      std::printf("  %-24s %s\n", d.name.c_str(), std::get<std::string>(d.value).c_str());
+    }
+  }
+}
+
 }  // namespace
 
 int RunAccount(const Args& args) {
@@ -43,9 +53,9 @@ int RunAccount(const Args& args) {
   auto samples = args.GetInt("samples");
   if (!samples.ok()) return Fail(samples.status());
   if (samples->has_value()) {
-    if (**samples < 1) {
+    if (**samples < 2) {
       return Fail(absl::InvalidArgumentError(
-          absl::StrFormat("--samples must be >= 1, got %d", **samples)));
+          absl::StrFormat("--samples must be >= 2, got %d", **samples)));
     }
     options.mc.num_samples = **samples;
   }
@@ -71,10 +81,12 @@ int RunAccount(const Args& args) {
                             {"query", {{"delta", **delta}}},
                             {"num_steps", (*accountant)->num_steps()},
                             {"epsilon", BoundToJson(*b)}};
+      AddDiagnostics(**accountant, &out);
       std::cout << out.dump() << "\n";
     } else {
       PrintTable(name, "delta", **delta, "epsilon", b->lower, b->estimate, b->upper, b->guarantee,
                  (*accountant)->num_steps());
+      PrintDiagnostics(**accountant);
     }
   } else {
     auto b = (*accountant)->DeltaForEpsilon(**epsilon);
@@ -84,10 +96,12 @@ int RunAccount(const Args& args) {
                             {"query", {{"epsilon", **epsilon}}},
                             {"num_steps", (*accountant)->num_steps()},
                             {"delta", BoundToJson(*b)}};
+      AddDiagnostics(**accountant, &out);
       std::cout << out.dump() << "\n";
     } else {
       PrintTable(name, "epsilon", **epsilon, "delta", b->lower, b->estimate, b->upper,
                  b->guarantee, (*accountant)->num_steps());
+      PrintDiagnostics(**accountant);
     }
   }
   return 0;

@@ -63,7 +63,7 @@ int Main(int argc, char** argv) {
     return 2;
   }
   const std::string command = rest.front();
-  if (command == "help") {
+  if (command == "help" && server.empty()) {
     std::cout << kUsage;
     return 0;
   }

@@ -19,4 +19,15 @@ nlohmann::ordered_json BoundToJson(const Bound& b) {
   return j;
 }
 
+// {"name": value, ...} from an accountant's LastDiagnostics(); absent when empty.
+inline void AddDiagnostics(const core::Accountant& accountant, nlohmann::ordered_json* out) {
+  const std::vector<core::AnswerDiagnostic> diagnostics = accountant.LastDiagnostics();
+  if (diagnostics.empty()) return;
+  nlohmann::ordered_json d = nlohmann::ordered_json::object();
+  for (const core::AnswerDiagnostic& x : diagnostics) {
+    std::visit([&](const auto& v) { d[x.name] = v; }, x.value);
+  }
+  (*out)["diagnostics"] = d;
+}
+
 }  // namespace dpledger::cli

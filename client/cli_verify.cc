@@ -50,11 +50,16 @@ nlohmann::ordered_json DirectionJson(const core::DirectionCheck& d) {
 
 nlohmann::ordered_json ResultJson(const core::VerificationResult& r) {
   const core::VerifierThresholds& t = r.thresholds;
-  int64_t samples = 0;
+  // samples: drawn in this run; samples_planned: m of every checked direction
+  // (a refusal or an early rejection draws fewer than planned).
+  int64_t samples = 0, planned = 0;
   double delta_hat = -1;
   for (const auto& d : r.directions) {
-    samples += d.samples.num_samples;
-    if (d.sampled) delta_hat = std::max(delta_hat, d.estimate.delta_hat);
+    planned += d.samples.num_samples;
+    if (d.sampled) {
+      samples += d.samples.num_samples;
+      delta_hat = std::max(delta_hat, d.estimate.delta_hat);
+    }
   }
   nlohmann::ordered_json j = {
       {"accepted", r.accepted},
@@ -66,7 +71,8 @@ nlohmann::ordered_json ResultJson(const core::VerificationResult& r) {
       {"rho", t.rho},
       {"Delta", t.offset},
       {"threshold", t.threshold},
-      {"samples", samples}};
+      {"samples", samples},
+      {"samples_planned", planned}};
   j["delta_hat"] = delta_hat >= 0 ? nlohmann::ordered_json(delta_hat) : nlohmann::ordered_json();
   if (!r.directions.empty()) {
     const core::DirectionCheck& d0 = r.directions.front();

@@ -9,6 +9,7 @@
 #include "core/util/test_support.h"
 #include "gtest/gtest.h"
 #include "proto/dpledger.grpc.pb.h"
+#include "core/mc/mc_estimate.h"
 #include "core/registry/accountant_registry.h"
 #include "server/server.h"
 #include "server/test_util.h"
@@ -138,6 +139,9 @@ TEST_F(RoundTrip, CreateStreamQueryRelease) {
   EXPECT_THAT(m, HasSubstr("dpledger_rpc_total{code=\"OK\",method=\"StreamSteps\"} 1"));
   EXPECT_THAT(m, HasSubstr("dpledger_steps_admitted_total 2000"));
   EXPECT_THAT(m, HasSubstr("dpledger_releases_total{outcome=\"recorded\"} 1"));
+  // The backend the server picked at start-up (the GPU only when a device is present).
+  const std::string backend = core::CudaDeviceAvailable() ? "cuda" : "cpu";
+  EXPECT_THAT(m, HasSubstr("dpledger_sample_pool_backend{backend=\"" + backend + "\"} 1"));
 }
 
 // Streams `n` DP-SGD steps as fast as the stream takes them; returns the acks' last bound.

@@ -250,7 +250,15 @@ absl::StatusOr<JobInfo> LedgerService::CreateJob(const Caller& caller, const Job
   row.mc_num_samples = spec.mc_num_samples;
   row.state = JobState::kOpen;
   row.create_time_ms = NowMs();
-  // The admitting accountant must exist in this build (some are still UNIMPLEMENTED stubs).
+  // Only certified upper bounds admit steps: an estimate-only accountant would
+  // accept the job and then refuse every step.
+  if (!core::CanCertify(row.accountant)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "accountant '%s' gives estimates only and cannot admit steps; choose pld, rdp, "
+        "analytic, spa or edgeworth (query '%s' through Spent, verify through Release)",
+        row.accountant, row.accountant));
+  }
+  // The admitting accountant must exist in this build and accept the job's options.
   if (absl::StatusOr<std::unique_ptr<core::Accountant>> acc = NewAccountant(row, row.accountant);
       !acc.ok()) {
     return absl::Status(acc.status().code(),

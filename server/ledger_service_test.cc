@@ -18,6 +18,9 @@
 #include "server/sqlite_store.h"
 #include "server/test_util.h"
 
+// Specs are written as designated initializers naming only what matters.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 namespace dpledger::server {
 namespace {
 
@@ -92,8 +95,8 @@ TEST_F(LedgerServiceTest, AdmitsUntilTheBudgetAndChargesTheCertifiedUpperBound) 
     EXPECT_EQ(ack->num_steps, seq);
     EXPECT_EQ(ack->spent.guarantee, core::Guarantee::kCertified);
     EXPECT_LE(ack->spent.upper, kBudgetEps);
-    if (seq == 1) EXPECT_NEAR(ack->spent.upper, kEps1, kEps1 * kRelTol);
-    if (seq == 5) EXPECT_NEAR(ack->spent.upper, kEps5, kEps5 * kRelTol);
+    if (seq == 1) { EXPECT_NEAR(ack->spent.upper, kEps1, kEps1 * kRelTol); }
+    if (seq == 5) { EXPECT_NEAR(ack->spent.upper, kEps5, kEps5 * kRelTol); }
   }
   absl::StatusOr<Ack> refused = Append(Upd(8));
   ASSERT_THAT(refused, IsOk());
@@ -426,6 +429,7 @@ TEST_F(LedgerServiceTest, BadRequestsGetTheRightStatusNamingTheField) {
       {"delta 0", create({.job_id = "n", .budget_epsilon = 1, .budget_delta = 0}), absl::StatusCode::kInvalidArgument, "budget.delta"},
       {"delta 1", create({.job_id = "n", .budget_epsilon = 1, .budget_delta = 1}), absl::StatusCode::kInvalidArgument, "budget.delta"},
       {"unknown accountant", create({.job_id = "n", .budget_epsilon = 1, .budget_delta = 1e-6, .accountant = "magic"}), absl::StatusCode::kInvalidArgument, "accountant"},
+      {"estimate-only admitting accountant", create({.job_id = "n", .budget_epsilon = 1, .budget_delta = 1e-6, .accountant = "mc"}), absl::StatusCode::kInvalidArgument, "estimates only"},
       {"replace-one relation", create({.job_id = "n", .budget_epsilon = 1, .budget_delta = 1e-6, .neighbouring = Neighbouring::kReplaceOne}), absl::StatusCode::kUnimplemented, "neighbouring"},
       {"bad tenant", [c](LedgerService& svc) { return svc.GetJob(c, "a/b", "job").status(); }, absl::StatusCode::kInvalidArgument, "tenant"},
       {"duplicate job", create({.job_id = "job", .budget_epsilon = 1, .budget_delta = 1e-6}), absl::StatusCode::kAlreadyExists, "job"},

@@ -23,7 +23,7 @@ Metrics::Metrics(MetricsOptions options)
     : options_(options), registry_(std::make_shared<prometheus::Registry>()) {
   using namespace prometheus;
   rpc_total_ = &BuildCounter().Name("dpledger_rpc_total").Help("RPCs by method and status code").Register(*registry_);
-  rpc_seconds_ = &BuildHistogram().Name("dpledger_rpc_seconds").Help("RPC latency by method").Register(*registry_);
+  rpc_seconds_ = &BuildHistogram().Name("dpledger_rpc_seconds").Help("RPC latency by method and status code").Register(*registry_);
   steps_admitted_ = &BuildCounter().Name("dpledger_steps_admitted_total").Help("Admitted steps (sum of counts)").Register(*registry_).Add({});
   steps_refused_ = &BuildCounter().Name("dpledger_steps_refused_total").Help("Refused steps (sum of counts)").Register(*registry_).Add({});
   updates_ = &BuildCounter().Name("dpledger_updates_total").Help("Ledger updates by outcome").Register(*registry_);
@@ -43,7 +43,7 @@ Metrics::~Metrics() = default;
 
 void Metrics::Rpc(std::string_view method, std::string_view code, double seconds) {
   rpc_total_->Add({{"method", std::string(method)}, {"code", std::string(code)}}).Increment();
-  rpc_seconds_->Add({{"method", std::string(method)}}, LatencyBuckets()).Observe(seconds);
+  rpc_seconds_->Add({{"method", std::string(method)}, {"code", std::string(code)}}, LatencyBuckets()).Observe(seconds);
 }
 
 void Metrics::Update(std::string_view outcome, int64_t steps) {

@@ -19,7 +19,9 @@ TEST(Metrics, RpcCountsAndStepTotalsAreExported) {
   const std::string text = m.Serialize();
   EXPECT_THAT(text, HasSubstr("dpledger_rpc_total{code=\"OK\",method=\"AppendSteps\"} 2"));
   EXPECT_THAT(text, HasSubstr("dpledger_rpc_total{code=\"INVALID_ARGUMENT\",method=\"AppendSteps\"} 1"));
-  EXPECT_THAT(text, HasSubstr("dpledger_rpc_seconds_count{method=\"AppendSteps\"} 3"));
+  EXPECT_THAT(text, HasSubstr("dpledger_rpc_seconds_count{code=\"OK\",method=\"AppendSteps\"} 2"));
+  EXPECT_THAT(text, HasSubstr(
+      "dpledger_rpc_seconds_count{code=\"INVALID_ARGUMENT\",method=\"AppendSteps\"} 1"));
   EXPECT_THAT(text, HasSubstr("dpledger_steps_admitted_total 1000"));
   EXPECT_THAT(text, HasSubstr("dpledger_steps_refused_total 7"));
 }

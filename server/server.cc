@@ -11,6 +11,7 @@
 #include <prometheus/registry.h>
 
 #include "absl/strings/str_format.h"
+#include "core/mc/mc_estimate.h"
 #include "server/ledger_check.h"
 #include "server/memory_store.h"
 #include "server/sqlite_store.h"
@@ -33,7 +34,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
   s->metrics_ = std::make_unique<Metrics>(options.metrics);
-  s->metrics_->SetSamplePoolBackend("none");  // no MC sample pool in use until core/mc lands
+  // MC accountant pools and the EVR verifier run with McBackend::kAuto: the GPU
+  // when a CUDA device is present, else every CPU core.
+  const std::string_view backend = core::CudaDeviceAvailable() ? "cuda" : "cpu";
+  s->metrics_->SetSamplePoolBackend(backend);
 
   // Security settings first: refuse to start half-configured.
   std::shared_ptr<grpc::ServerCredentials> creds;
@@ -129,11 +133,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
           "cannot serve metrics on '%s': %s", options.metrics_listen, e.what()));
     }
   }
-  spdlog::info("dpledgerd listening={} port={} metrics={} tls={} auth={} accountant={}",
-               options.listen, s->port_,
-               options.metrics_listen.empty() ? "-" : options.metrics_listen,
-               options.insecure ? "off" : "on", s->tokens_ ? "tokens" : "off",
-               options.ledger.default_accountant);
+  spdlog::info(
+      "dpledgerd listening={} port={} metrics={} tls={} auth={} accountant={} sample_backend={}",
+      options.listen, s->port_, options.metrics_listen.empty() ? "-" : options.metrics_listen,
+      options.insecure ? "off" : "on", s->tokens_ ? "tokens" : "off",
+      options.ledger.default_accountant, backend);
   return s;
 }
 

@@ -147,6 +147,14 @@ TEST_F(CliTest, ServiceCommandsPrintTheContractedJson) {
   EXPECT_EQ(health.exit_code, 0) << health.err;
 }
 
+TEST_F(CliTest, HelpWithAServerListsTheServiceCommands) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  CommandResult help = Cli({"help"});
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_THAT(help.out, HasSubstr("job create --job ID"));
+  EXPECT_THAT(help.out, HasSubstr("simulate"));
+}
+
 TEST_F(CliTest, ErrorsExitNonZeroAndNameTheField) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   CommandResult unknown = Cli({"job", "get", "--job", "nope", "--json"});

@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -38,6 +40,12 @@ struct DeltaBound {
   double failure_probability = 0;
 };
 
+// One named figure about how an answer was reached: a number or a word.
+struct AnswerDiagnostic {
+  std::string name;
+  std::variant<double, std::string> value;
+};
+
 // Smallest delta any query accepts: far below every practical target, far above
 // the double-precision floor so log-space code keeps its digits.
 inline constexpr double kMinQueryDelta = 1e-300;
@@ -63,6 +71,11 @@ class Accountant {
 
   // A copy with the same ledger (used to test admission of a step before charging).
   virtual std::unique_ptr<Accountant> Clone() const = 0;
+
+  // How the last answer was reached, for reports and logs (e.g. the MC
+  // accountant's sample count, backend and relative standard error). Empty by
+  // default; never part of the answer itself.
+  virtual std::vector<AnswerDiagnostic> LastDiagnostics() const { return {}; }
 
   // The ledger: consecutive events with the same mechanism are merged.
   std::span<const MechanismEvent> events() const { return events_; }

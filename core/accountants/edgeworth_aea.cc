@@ -40,13 +40,13 @@ absl::StatusOr<double> AeaEpsilon(double delta, std::span<const DirectionTotals>
   double hi = 1;
   for (double v = g(hi); v >= 0 || std::isnan(v); v = g(hi)) {
     if (std::isnan(v)) return not_a_number(hi);
-    hi *= 2;
-    if (hi > kMaxAeaEpsilon) {
+    if (hi >= kMaxAeaEpsilon) {
       return absl::OutOfRangeError(absl::StrFormat(
           "edgeworth: the order-%d AEA curve stays above delta=%g up to epsilon=%g; epsilon "
           "is beyond the accountant's range",
           order, delta, kMaxAeaEpsilon));
     }
+    hi = std::min(2 * hi, kMaxAeaEpsilon);  // the range's end is tried too
   }
   const double g0 = g(0);
   if (std::isnan(g0)) return not_a_number(0);

@@ -174,7 +174,13 @@ double SgMean(double p, double mu, bool under_q) {
 // --- (Subsampled) Laplace (S2.2). ---
 
 PllrMoments LaplaceImpl(double p, double mu, bool under_q) {
-  auto g = [p](double l) { return std::log1p(p * std::expm1(l)); };
+  // g(l) = log(1 - p + p e^l). Near p e^l - p = -1 (p = 1 and d past ~37 nats)
+  // log1p(p expm1(l)) rounds to log1p(-1) = -inf; the log-sum form stays exact
+  // there (issue 5 audit: the NaN moments it caused read as a certified 0).
+  auto g = [p](double l) {
+    const double v = p * std::expm1(l);
+    return v > -0.5 ? std::log1p(v) : LogAddExp(std::log1p(-p), std::log(p) + l);
+  };
   const double lo = g(-mu), hi = g(mu);
   const double e = std::exp(-mu);
   double a_lo, a_hi;  // atoms at L = -mu (w <= 0) and L = +mu (w >= mu)
@@ -263,7 +269,16 @@ PllrPair TwoPointPllrPair(double epsilon) {
   return {x, y};
 }
 
-absl::StatusOr<PllrPair> EdgeworthPllrPair(const Mechanism& m, Direction direction) {
+namespace {
+
+bool Finite(const PllrMoments& m) {
+  for (double v : {m.k1, m.k2, m.k3, m.k4, m.k5, m.mu4, m.abs1, m.abs3}) {
+    if (!std::isfinite(v)) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<PllrPair> PairFor(const Mechanism& m, Direction direction) {
   const bool add = direction == Direction::kAdd;
   switch (m.kind()) {
     case MechanismKind::kGaussian:
@@ -296,6 +311,20 @@ absl::StatusOr<PllrPair> EdgeworthPllrPair(const Mechanism& m, Direction directi
           m.delta()));
   }
   return absl::InternalError("unknown mechanism kind");
+}
+
+}  // namespace
+
+absl::StatusOr<PllrPair> EdgeworthPllrPair(const Mechanism& m, Direction direction) {
+  absl::StatusOr<PllrPair> pair = PairFor(m, direction);
+  // A non-finite moment must never reach the series: a NaN variance would read
+  // as a point mass with zero tails, i.e. a certified epsilon of 0.
+  if (pair.ok() && !(Finite(pair->x) && Finite(pair->y))) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "edgeworth: the privacy-loss cumulants of %s are not finite in double precision",
+        m.ToSpec()));
+  }
+  return pair;
 }
 
 }  // namespace dpledger::core

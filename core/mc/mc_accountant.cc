@@ -22,6 +22,8 @@ class McAccountant final : public Accountant {
   explicit McAccountant(const McAccountantOptions& o) : options_(o) {}
 
   std::string_view Name() const override { return "mc"; }
+  std::vector<AnswerDiagnostic> LastDiagnostics() const override { return diagnostics_; }
+
   std::unique_ptr<Accountant> Clone() const override {
     // Pools are caches: the clone rebuilds them from (seed, ledger) on demand,
     // getting the same paths.
@@ -44,10 +46,11 @@ class McAccountant final : public Accountant {
   void OnLedgerChanged() override { add_cap_ = -1; }
 
   absl::StatusOr<DeltaBound> ComputeDelta(double epsilon) const override {
+    diagnostics_.clear();
     auto remove = DeltaFrom(/*add=*/false, epsilon);
     if (!remove.ok()) return remove.status();
     DeltaBound b{remove->lower, remove->delta_hat, remove->upper, Guarantee::kEstimate, 0};
-    if (NeedAdd() && epsilon < AddCap()) {
+    if (NoteAdd(epsilon < AddCap(), [&] { return AddBelow(epsilon, remove->lower); })) {
       auto add = DeltaFrom(/*add=*/true, epsilon);
       if (!add.ok()) return add.status();
       b.lower = std::max(b.lower, add->lower);
@@ -58,11 +61,13 @@ class McAccountant final : public Accountant {
   }
 
   absl::StatusOr<EpsilonBound> ComputeEpsilon(double delta) const override {
+    diagnostics_.clear();
     auto remove = EpsilonFrom(/*add=*/false, delta);
     if (!remove.ok()) return remove.status();
     EpsilonBound b{remove->lower, remove->epsilon, remove->upper, Guarantee::kEstimate, 0};
-    // epsilon_add < sum -log(1 - q_i) always; skip it when remove already exceeds that.
-    if (NeedAdd() && remove->lower < AddCap()) {
+    // epsilon_add < sum -log(1 - q_i) always; skip it when remove already exceeds that,
+    // or when delta_add(remove->lower) <= delta is proven: then epsilon_add <= remove->lower.
+    if (NoteAdd(remove->lower < AddCap(), [&] { return AddBelow(remove->lower, delta); })) {
       auto add = EpsilonFrom(/*add=*/true, delta);
       if (!add.ok()) return add.status();
       b.lower = std::max(b.lower, add->lower);
@@ -108,6 +113,56 @@ class McAccountant final : public Accountant {
     }
     add_cap_ = std::isnan(cap) ? kInf : cap;
     return add_cap_;
+  }
+
+  // Decides whether the add direction must be sampled, and notes why (not).
+  template <typename Proven>
+  bool NoteAdd(bool below_cap, Proven proven_below) const {
+    const char* why = !NeedAdd()       ? "not needed: symmetric ledger"
+                      : !below_cap     ? "zero: above sum -log(1 - q_i)"
+                      : proven_below() ? "skipped: Chernoff bound proves it smaller"
+                                       : nullptr;
+    diagnostics_.push_back({"add_direction", std::string(why != nullptr ? why : "sampled")});
+    return why == nullptr;
+  }
+
+  // Notes the figures of a direction's final estimate and why growth stopped.
+  void Note(bool add, const SamplePool& pool, const PoolDeltaEstimate& d, bool enough) const {
+    const std::string p = add ? "add_" : "remove_";
+    diagnostics_.push_back({p + "estimator", std::string(pool.options().estimator ==
+                                                                 McEstimator::kImportanceSampling
+                                                             ? "importance_sampling"
+                                                             : "smc")});
+    diagnostics_.push_back({p + "samples", static_cast<double>(pool.num_paths())});
+    diagnostics_.push_back({p + "relative_std_error", d.relative_std_error});
+    diagnostics_.push_back({p + "num_positive", static_cast<double>(d.num_positive)});
+    diagnostics_.push_back({p + "ess", d.ess});
+    diagnostics_.push_back(
+        {p + "sample_rule", std::string(options_.num_samples > 0 ? "fixed"
+                                        : enough ? "reached 1% relative error"
+                                                 : "stopped at max_samples cap")});
+    if (!add) diagnostics_.push_back({"backend", std::string(pool.Backend())});
+  }
+
+  // True when a Chernoff bound proves delta_add(epsilon) <= delta, so the add
+  // direction cannot raise the reported maximum (spec 2.3):
+  // delta_A(eps) <= Pr[Y' > eps] <= exp(K'(t) - t eps) for every t > 0, with K'
+  // the add-direction CGF summed over the ledger. This spares the add pool, whose
+  // SMC estimate cannot resolve the tiny add-direction delta of DP-SGD ledgers
+  // (the spec's 9.4 rows have delta_A <= delta_R), at tiny delta.
+  bool AddBelow(double epsilon, double delta) const {
+    if (!(delta > 0)) return false;
+    const double log_delta = std::log(delta);
+    for (double t = 0.25; t <= 512; t *= 1.25) {
+      double k = 0;
+      for (const MechanismEvent& e : events()) {
+        auto m = MakePlrv(e.mechanism, Direction::kAdd)->Tilted(t);
+        if (!m.ok() || !std::isfinite(m->k)) return false;
+        k += static_cast<double>(e.count) * m->k;
+      }
+      if (k - t * epsilon <= log_delta) return true;
+    }
+    return false;
   }
 
   int64_t StartPaths() const {
@@ -173,7 +228,11 @@ class McAccountant final : public Accountant {
     while (true) {
       auto r = PoolDeltaForEpsilon(**pool, epsilon, d, options_.confidence_z);
       if (!r.ok()) return r.status();
-      if (Enough(*r, r->delta_hat) || !CanGrow(**pool)) return *r;
+      const bool enough = Enough(*r, r->delta_hat);
+      if (enough || !CanGrow(**pool)) {
+        Note(add, **pool, *r, enough);
+        return *r;
+      }
       const int64_t m = std::min(2 * (*pool)->num_paths(), options_.max_samples);
       if (absl::Status s = (*pool)->Grow(m); !s.ok()) return s;
     }
@@ -222,7 +281,10 @@ class McAccountant final : public Accountant {
       }
       const bool retilt = is && options_.target_epsilon == 0 && round < 3 && r->epsilon > 0 &&
                           std::fabs(r->epsilon - tilt) > 0.1 * r->epsilon;
-      if (!retilt) return r;
+      if (!retilt) {
+        Note(add, **pool, r->at_epsilon, r->epsilon == 0 || Enough(r->at_epsilon, delta));
+        return r;
+      }
       tilt = r->epsilon;
     }
   }
@@ -230,6 +292,7 @@ class McAccountant final : public Accountant {
   McAccountantOptions options_;
   mutable PoolSlot remove_, add_;
   mutable double add_cap_ = -1;
+  mutable std::vector<AnswerDiagnostic> diagnostics_;
 };
 
 }  // namespace

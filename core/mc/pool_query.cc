@@ -59,7 +59,7 @@ absl::StatusOr<PoolEpsilonEstimate> PoolEpsilonForDelta(const SamplePool& pool, 
   auto ev = pool.Evaluate(first, query);
   if (!ev.ok()) return ev.status();
   out.evaluations = 1;
-  const bool mirror_top = query != pool.options().direction;
+  const bool mirror_top = pool.Mirrors(query);
   // D vanishes above the largest per-path loss of the queried direction.
   double hi = mirror_top ? -ev->min_loss : ev->max_loss;
   PoolDeltaEstimate at = Finish(ev->sums[0], m, z);

@@ -72,6 +72,11 @@ class SamplePool {
   virtual std::span<const MechanismEvent> events() const = 0;
   // Bytes held for path state (host or device) and step descriptions.
   virtual size_t MemoryBytes() const = 0;
+  // True when every step's loss law is the same in both directions (spec 2.3).
+  virtual bool symmetric() const = 0;
+  // True when a `query` answer needs the change of measure from the sampled
+  // direction; the one place both backends and the epsilon search decide it.
+  bool Mirrors(Direction query) const { return query != options().direction && !symmetric(); }
 
   // Appends event.count steps of event.mechanism to every path. INVALID_ARGUMENT
   // for a bad count; UNIMPLEMENTED for a mechanism an IS pool cannot tilt. The

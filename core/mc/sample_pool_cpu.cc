@@ -29,6 +29,7 @@ class CpuSamplePool final : public SamplePool {
   int64_t num_paths() const override { return num_paths_; }
   int64_t num_steps() const override { return ledger_.num_steps(); }
   std::span<const MechanismEvent> events() const override { return ledger_.events(); }
+  bool symmetric() const override { return ledger_.symmetric(); }
   size_t MemoryBytes() const override {
     return static_cast<size_t>(num_paths_) * PoolBytesPerPath(options_.estimator) +
            ledger_.steps().size() * sizeof(McStep);
@@ -65,7 +66,7 @@ class CpuSamplePool final : public SamplePool {
 
   absl::StatusOr<PoolEvaluation> Evaluate(std::span<const double> epsilons,
                                           Direction query) const override {
-    const bool mirror = query != options_.direction && !ledger_.symmetric();
+    const bool mirror = Mirrors(query);
     if (mirror && ledger_.has_infinite_loss()) {
       return absl::FailedPreconditionError(
           "the other direction by change of measure needs finite losses; this ledger has an "

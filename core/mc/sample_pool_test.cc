@@ -175,6 +175,24 @@ TEST(SamplePool, EpsilonSearchInvertsThePoolAndMatchesGaussianClosedForm) {
   EXPECT_EQ(z->epsilon, 0.0);
 }
 
+// Regression (issue 3 audit): on a symmetric ledger the add-direction search
+// used the mirrored bracket top (-min y) instead of max y, capping epsilon.
+TEST(SamplePool, SymmetricLedgerAnswersTheSameInBothDirections) {
+  auto pool = Pool({.num_paths = 100000, .seed = 5, .backend = McBackend::kCpu});
+  ASSERT_TRUE(pool->Append(Event(Mechanism::Gaussian(1.0), 1)).ok());
+  EXPECT_TRUE(pool->symmetric());
+  EXPECT_FALSE(pool->Mirrors(Direction::kAdd));
+  // Before the fix the add answer was capped at -min y (about 3.9 here).
+  auto remove = PoolEpsilonForDelta(*pool, 1e-5, Direction::kRemove);
+  auto add = PoolEpsilonForDelta(*pool, 1e-5, Direction::kAdd);
+  ASSERT_TRUE(remove.ok() && add.ok());
+  EXPECT_DOUBLE_EQ(add->epsilon, remove->epsilon);
+  // Against the closed form for mu = 1 at delta 1e-3, within 5 SE.
+  auto mid = PoolEpsilonForDelta(*pool, 1e-3, Direction::kAdd);
+  ASSERT_TRUE(mid.ok());
+  EXPECT_NEAR(mid->epsilon, GaussianEpsilon(1.0, 1e-3).hi, kZ * mid->std_error);
+}
+
 TEST(SamplePool, ReportsItsMemory) {
   auto smc = Pool({.num_paths = 1000, .backend = McBackend::kCpu});
   auto is = Pool({.estimator = McEstimator::kImportanceSampling, .num_paths = 1000,

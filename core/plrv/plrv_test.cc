@@ -100,7 +100,7 @@ TEST(Plrv, TailsAreComplementaryAndMonotone) {
         EXPECT_GE(p->CdfP(y), prev);
         prev = p->CdfP(y);
         // Q puts less mass on large losses than P (E_Q[1{Y>y}] = E_P[e^{-Y} 1{Y>y}]).
-        if (y >= 0) EXPECT_LE(p->SfQ(y), p->SfP(y) + 1e-15);
+        if (y >= 0) { EXPECT_LE(p->SfQ(y), p->SfP(y) + 1e-15); }
       }
     }
   }

@@ -15,6 +15,8 @@ constexpr std::array<std::string_view, 6> kNames = {"analytic", "rdp", "pld",
 
 std::span<const std::string_view> AccountantNames() { return kNames; }
 
+bool CanCertify(std::string_view name) { return name != "mc"; }
+
 absl::StatusOr<std::unique_ptr<Accountant>> CreateAccountant(std::string_view name,
                                                              const AccountantOptions& options) {
   if (name == "analytic") return std::make_unique<AnalyticGaussianAccountant>();

@@ -26,6 +26,11 @@ struct AccountantOptions {
 // "analytic", "rdp", "pld", "mc", "spa", "edgeworth".
 std::span<const std::string_view> AccountantNames();
 
+// True when the named accountant can return certified upper bounds, so that it
+// may admit steps; false for "mc", whose answers are estimates only (its
+// statistical guarantee comes from the EVR verifier, per release).
+bool CanCertify(std::string_view name);
+
 // INVALID_ARGUMENT naming `accountant` for an unknown name.
 absl::StatusOr<std::unique_ptr<Accountant>> CreateAccountant(
     std::string_view name, const AccountantOptions& options = {});

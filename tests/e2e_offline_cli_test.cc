@@ -1,0 +1,114 @@
+// The offline `dpledger account --accountant mc` and `dpledger verify` contracts
+// (issue 3 "CLI"): run the binary and check exit codes, JSON keys and numbers.
+#include <nlohmann/json.hpp>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/e2e_support.h"
+
+namespace dpledger::e2e {
+namespace {
+
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+Json RunJson(std::vector<std::string> args) {
+  args.insert(args.begin(), CliBinary());
+  CommandResult r = RunCommand(args, 240000);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  Json j = Json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(j.is_discarded()) << "not JSON: " << r.out;
+  return j;
+}
+
+// mc-evr.md 9.4: sigma 1, q 1e-3, k 100, delta 1e-9 -> eps_ref 0.2812200. The
+// default rule reaches 1% relative error on the IS pool alone.
+TEST(OfflineCli, McAccountMatchesTheSpecReferenceAndSaysHowItGotThere) {
+  Json j = RunJson({"account", "--accountant", "mc", "--delta", "1e-9", "--seed", "7", "--step",
+                    "subsampled_gaussian:sigma=1,q=0.001,count=100", "--json"});
+  ASSERT_TRUE(j.contains("epsilon")) << j;
+  const Json& e = j["epsilon"];
+  EXPECT_EQ(e["guarantee"], "estimate");
+  // The interval is a 95% CI; 3 half-widths keeps the false-failure rate < 1e-8.
+  const double half = (e["upper"].get<double>() - e["lower"].get<double>()) / 2;
+  EXPECT_NEAR(e["estimate"].get<double>(), 0.2812200, 3 * half + 1e-4);
+  EXPECT_LT(half, 0.01);
+  const Json& d = j["diagnostics"];
+  // eps = 0.28 is above sum -log(1 - q) = 0.10005: the add direction is exactly 0.
+  EXPECT_THAT(d["add_direction"].get<std::string>(), HasSubstr("above sum"));
+  EXPECT_EQ(d["remove_estimator"], "importance_sampling");
+  EXPECT_EQ(d["remove_sample_rule"], "reached 1% relative error");
+  EXPECT_GE(d["remove_num_positive"].get<double>(), 100);
+  EXPECT_THAT(d["backend"].get<std::string>(), AnyOf("cpu", "cuda"));
+}
+
+// k = 1000: eps_ref 0.4111141 lies below the add cap 1.0005, so the add direction
+// could matter; a Chernoff bound on its CGF proves delta_add(eps) <= 1e-9 there,
+// so no add pool is sampled (an SMC add pool could not resolve 1e-9 at all).
+TEST(OfflineCli, McAccountSkipsTheAddDirectionWhenChernoffProvesItSmaller) {
+  Json j = RunJson({"account", "--accountant", "mc", "--delta", "1e-9", "--seed", "7",
+                    "--samples", "20000", "--step",
+                    "subsampled_gaussian:sigma=1,q=0.001,count=1000", "--json"});
+  const Json& e = j["epsilon"];
+  const double half = (e["upper"].get<double>() - e["lower"].get<double>()) / 2;
+  EXPECT_NEAR(e["estimate"].get<double>(), 0.4111141, 3 * half + 1e-4);
+  EXPECT_THAT(j["diagnostics"]["add_direction"].get<std::string>(), HasSubstr("Chernoff"));
+  EXPECT_EQ(j["diagnostics"]["remove_sample_rule"], "fixed");
+}
+
+TEST(OfflineCli, McAccountWithFixedSamplesSaysSo) {
+  Json j = RunJson({"account", "--accountant", "mc", "--epsilon", "1", "--samples", "20000",
+                    "--seed", "3", "--step", "gaussian:sigma=2,count=4", "--json"});
+  // mu = 1: delta(1) = Phi(-1/2) - e Phi(-3/2) = 0.12693674 (closed form, spec 9.1).
+  const Json& dl = j["delta"];
+  const double half = (dl["upper"].get<double>() - dl["lower"].get<double>()) / 2;
+  EXPECT_NEAR(dl["estimate"].get<double>(), 0.12693674, 3 * half);
+  EXPECT_EQ(j["diagnostics"]["remove_samples"], 20000);
+  EXPECT_EQ(j["diagnostics"]["remove_sample_rule"], "fixed");
+  EXPECT_EQ(j["diagnostics"]["add_direction"], "not needed: symmetric ledger");
+}
+
+TEST(OfflineCli, McAccountRejectsTooFewSamples) {
+  CommandResult r = RunCommand({CliBinary(), "account", "--accountant", "mc", "--delta", "1e-5",
+                                "--samples", "1", "--step", "gaussian:sigma=1"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--samples"));
+}
+
+// 1200 Gaussian steps, sigma 70 (the paper's setting): mu = sqrt(1200)/70, and the
+// closed form gives delta(1) = 6.396e-3. At tau 0.9 the verifier needs ~1.8e6 samples.
+TEST(OfflineCli, VerifyAcceptsTheTrueDeltaAndPrintsTheContractedFields) {
+  Json j = RunJson({"verify", "--epsilon", "1", "--delta-est", "6.4e-3", "--tau", "0.9",
+                    "--step", "gaussian:sigma=70,count=1200", "--json"});
+  EXPECT_EQ(j["accepted"], true) << j;
+  for (const char* key : {"reason", "samples", "threshold", "delta_hat", "backend", "seconds"}) {
+    EXPECT_TRUE(j.contains(key)) << key << " missing in " << j;
+  }
+  EXPECT_EQ(j["guarantee"]["epsilon"], 1.0);
+  EXPECT_NEAR(j["guarantee"]["delta"].get<double>(), 6.4e-3 / 0.9, 1e-12);
+  EXPECT_NEAR(j["delta_hat"].get<double>(), 6.396e-3, 2e-4);
+  // Pure Gaussian ledger: symmetric, so one direction is sampled and drawn in full.
+  EXPECT_GT(j["samples"].get<double>(), 1e5);
+  EXPECT_EQ(j["samples"], j["samples_planned"]);
+}
+
+TEST(OfflineCli, VerifyRejectsAClearUnderestimate) {
+  Json j = RunJson({"verify", "--epsilon", "1", "--delta-est", "3e-3", "--tau", "0.9", "--step",
+                    "gaussian:sigma=70,count=1200", "--json"});
+  EXPECT_EQ(j["accepted"], false) << j;
+  EXPECT_FALSE(j.contains("guarantee")) << j;
+  EXPECT_GT(j["delta_hat"].get<double>(), j["threshold"].get<double>());
+}
+
+// A 640x underestimate needs ~2e14 samples: refused up front, nothing drawn.
+TEST(OfflineCli, VerifyRefusesWhenTheSampleBudgetIsTooSmallAndDrawsNothing) {
+  Json j = RunJson({"verify", "--epsilon", "1", "--delta-est", "1e-5", "--step",
+                    "gaussian:sigma=70,count=1200", "--json"});
+  EXPECT_EQ(j["accepted"], false) << j;
+  EXPECT_EQ(j["samples"], 0);
+  EXPECT_GT(j["samples_planned"].get<double>(), 1e10);
+}
+
+}  // namespace
+}  // namespace dpledger::e2e
