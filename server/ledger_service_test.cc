@@ -16,6 +16,7 @@
 #include "server/faulty_store.h"
 #include "server/memory_store.h"
 #include "server/sqlite_store.h"
+#include "absl/strings/str_format.h"
 #include "server/test_util.h"
 
 // Specs are written as designated initializers naming only what matters.
@@ -84,6 +85,54 @@ class LedgerServiceTest : public ::testing::Test {
   std::unique_ptr<testing::FaultyStore> faulty_;
   std::unique_ptr<LedgerService> service_;
 };
+
+// Issue 5: the analytical accountants admit steps by their certified upper
+// bound, which lies above the PLD accountant's certified lower bound; where a
+// bound cannot be certified (Edgeworth's finite-sample bound is vacuous at small
+// delta), the step is refused, never admitted on an estimate.
+TEST_F(LedgerServiceTest, SpaAndEdgeworthJobsAdmitOnlyByACertifiedBound) {
+  struct Case {
+    std::string accountant;
+    core::MechanismEvent step;
+    double budget_epsilon, budget_delta;
+    bool certifiable;
+  };
+  const core::Mechanism sg1 = *core::Mechanism::SubsampledGaussian(1.0, 0.01);
+  const core::Mechanism sg08 = *core::Mechanism::SubsampledGaussian(0.8, 0.05);
+  const Case cases[] = {
+      {"spa", {sg1, 1000}, 10, 1e-5, true},
+      {"edgeworth", {sg1, 1000}, 10, 1e-5, false},
+      {"edgeworth", {sg08, 100000}, 1000, 1e-2, true},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    const std::string job = absl::StrFormat("%s-%d", c.accountant, n++);
+    auto pld = *core::CreateAccountant("pld");
+    ASSERT_TRUE(pld->Compose(c.step).ok());
+    const absl::StatusOr<core::EpsilonBound> truth = pld->EpsilonForDelta(c.budget_delta);
+    ASSERT_TRUE(truth.ok());
+    JobSpec spec{.job_id = job, .budget_epsilon = c.budget_epsilon,
+                 .budget_delta = c.budget_delta, .accountant = c.accountant};
+    ASSERT_TRUE(service_->CreateJob(Caller::Insecure(), spec).ok()) << job;
+    absl::StatusOr<Ack> ack = Append(UpdateInput{1, {c.step}}, job);
+    ASSERT_THAT(ack, IsOk());
+    if (!c.certifiable) {
+      EXPECT_FALSE(ack->admitted) << job;
+      EXPECT_THAT(ack->refusal_reason, HasSubstr("not a certified bound")) << job;
+      EXPECT_EQ(ack->num_steps, 0) << job;
+      continue;
+    }
+    EXPECT_TRUE(ack->admitted) << job << ": " << ack->refusal_reason;
+    EXPECT_EQ(ack->spent.guarantee, core::Guarantee::kCertified) << job;
+    EXPECT_GE(ack->spent.upper, truth->lower) << job;
+    // Valid and not vacuous: SPA's Berry-Esseen margin is ~15% here, Edgeworth's ~3%.
+    EXPECT_LE(ack->spent.upper, 1.25 * truth->upper) << job;
+    // A step that would take the certified bound over the budget is refused.
+    absl::StatusOr<Ack> big = Append(UpdateInput{2, {Gaussian(0.01, 10)}}, job);
+    ASSERT_THAT(big, IsOk());
+    EXPECT_FALSE(big->admitted) << job;
+  }
+}
 
 TEST_F(LedgerServiceTest, AdmitsUntilTheBudgetAndChargesTheCertifiedUpperBound) {
   Create();

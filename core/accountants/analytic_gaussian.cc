@@ -1,6 +1,8 @@
 #include "core/accountants/analytic_gaussian.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <boost/math/tools/roots.hpp>
 
@@ -10,9 +12,13 @@
 
 namespace dpledger::core {
 
-EpsilonBracket GaussianEpsilon(double mu, double delta) {
-  const double log_delta = std::log(delta);
-  auto f = [&](double eps) { return GaussianLogDelta(mu, eps) - log_delta; };
+namespace {
+
+// Root of curve(eps) = log delta: the bracket [lo, hi] with curve(lo) >= log delta
+// >= curve(hi), for a curve non-increasing in eps.
+template <typename Curve>
+EpsilonBracket Root(double mu, double log_delta, Curve curve) {
+  auto f = [&](double eps) { return curve(eps) - log_delta; };
   if (f(0) <= 0) return {0, 0};
   // delta(eps) <= Phi(-eps/mu + mu/2), so eps = mu^2/2 + mu * z with
   // Phi(-z) <= delta is an upper bracket; z <= sqrt(2 log(1/delta)) + 1 suffices.
@@ -22,6 +28,35 @@ EpsilonBracket GaussianEpsilon(double mu, double delta) {
   auto [lo, up] = boost::math::tools::toms748_solve(
       f, 0.0, hi, boost::math::tools::eps_tolerance<double>(45), max_iter);
   return {lo, up};
+}
+
+}  // namespace
+
+EpsilonBound GaussianEpsilonBound(double mu, double delta) {
+  const double log_delta = std::log(delta);
+  // The true curve lies between the bracket's ends: eps where even its lower end
+  // exceeds delta is below the truth, eps where its upper end is below delta above.
+  const EpsilonBracket lo =
+      Root(mu, log_delta, [mu](double e) { return GaussianLogDeltaBracket(mu, e).lo; });
+  const EpsilonBracket hi =
+      Root(mu, log_delta, [mu](double e) { return GaussianLogDeltaBracket(mu, e).hi; });
+  const EpsilonBracket est =
+      Root(mu, log_delta, [mu](double e) { return GaussianLogDeltaBracket(mu, e).estimate; });
+  const double estimate = std::clamp(0.5 * (est.lo + est.hi), lo.lo, hi.hi);
+  return EpsilonBound{lo.lo, estimate, hi.hi, Guarantee::kCertified, 0};
+}
+
+EpsilonBracket GaussianEpsilon(double mu, double delta) {
+  const EpsilonBound b = GaussianEpsilonBound(mu, delta);
+  return {b.lower, b.upper};
+}
+
+DeltaBound GaussianDeltaBound(double mu, double epsilon) {
+  const LogDeltaBracket b = GaussianLogDeltaBracket(mu, epsilon);
+  const double upper = b.hi == -kInf ? 0
+                                     : std::max(std::exp(b.hi),
+                                                std::numeric_limits<double>::denorm_min());
+  return DeltaBound{std::exp(b.lo), std::exp(b.estimate), upper, Guarantee::kCertified, 0};
 }
 
 std::unique_ptr<Accountant> AnalyticGaussianAccountant::Clone() const {
@@ -49,13 +84,11 @@ absl::Status AnalyticGaussianAccountant::CheckSupported(const Mechanism& m) cons
 }
 
 absl::StatusOr<EpsilonBound> AnalyticGaussianAccountant::ComputeEpsilon(double delta) const {
-  const EpsilonBracket b = GaussianEpsilon(mu(), delta);
-  return EpsilonBound{b.lo, b.hi, b.hi, Guarantee::kCertified, 0};
+  return GaussianEpsilonBound(mu(), delta);
 }
 
 absl::StatusOr<DeltaBound> AnalyticGaussianAccountant::ComputeDelta(double epsilon) const {
-  const double d = std::exp(GaussianLogDelta(mu(), epsilon));
-  return DeltaBound{d, d, d, Guarantee::kCertified, 0};
+  return GaussianDeltaBound(mu(), epsilon);
 }
 
 }  // namespace dpledger::core

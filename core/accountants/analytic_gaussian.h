@@ -2,8 +2,10 @@
 // mc-evr.md 2.1, spa.md 6.1). With mu^2 = sum_i count_i (sensitivity_i/sigma_i)^2,
 //   delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2),
 // evaluated as a difference of logs so it is accurate down to delta = 1e-300.
-// Answers are kCertified with lower = estimate = upper (up to the root finder's
-// bracket for epsilon, whose upper end is returned as `upper`).
+// Answers are kCertified intervals: the rounding error of the difference of
+// logs is bounded (GaussianLogDeltaBracket) and carried into [lower, upper],
+// which is ~1e-15 wide in the common case and up to ~1e-8 relative where delta
+// is a tiny difference of huge tails (delta < 1e-90, mu << 1).
 #pragma once
 
 #include <memory>
@@ -12,12 +14,18 @@
 
 namespace dpledger::core {
 
-// Smallest eps with delta(eps) <= delta for mu-GDP, bracketed to ~1e-12 relative:
-// returns {eps_lo, eps_hi} with delta(eps_lo) >= delta >= delta(eps_hi).
+// Smallest eps with delta(eps) <= delta for mu-GDP, bracketed to ~1e-12 relative
+// and certified: the true eps lies in [lo, hi].
 struct EpsilonBracket {
   double lo, hi;
 };
 EpsilonBracket GaussianEpsilon(double mu, double delta);
+
+// Certified intervals for mu-GDP (mu > 0), shared by every accountant that
+// answers a pure Gaussian ledger exactly. delta in (0, 1); epsilon >= 0. The
+// delta upper end never underflows to 0 (it is at least the smallest subnormal).
+EpsilonBound GaussianEpsilonBound(double mu, double delta);
+DeltaBound GaussianDeltaBound(double mu, double epsilon);
 
 class AnalyticGaussianAccountant final : public Accountant {
  public:

@@ -49,7 +49,11 @@ TEST(AnalyticGaussian, HeterogeneousCompositionAddsInverseVariances) {
   EXPECT_NEAR(a.mu(), std::sqrt(2.0), 1e-15);
   auto d = a.DeltaForEpsilon(1.0);
   ASSERT_TRUE(d.ok());
-  EXPECT_NEAR(d->upper, std::exp(GaussianLogDelta(std::sqrt(2.0), 1.0)), 1e-15);
+  const double exact = std::exp(GaussianLogDelta(std::sqrt(2.0), 1.0));
+  EXPECT_NEAR(d->estimate, exact, 1e-15);
+  EXPECT_LE(d->lower, exact);
+  EXPECT_GE(d->upper, exact);
+  EXPECT_LT(d->upper - d->lower, 1e-12 * exact);
   EXPECT_EQ(d->guarantee, Guarantee::kCertified);
 }
 
@@ -61,6 +65,43 @@ TEST(AnalyticGaussian, TinyDeltaStaysAccurate) {
     ASSERT_TRUE(e.ok()) << delta;
     EXPECT_NEAR(GaussianLogDelta(1.0, e->upper), std::log(delta), 1e-8 * -std::log(delta));
     EXPECT_LE(e->lower, e->upper);
+  }
+}
+
+// The certified interval contains the 60-digit truth where delta is a tiny
+// difference of huge tails (the rounding error of the old zero-width answer was
+// up to 2.2e-10 relative there: issue 2 audit), and below the double range.
+TEST(AnalyticGaussian, CertifiedIntervalsContainTheTruthAtExtremes) {
+  struct Extreme {
+    double mu, eps, delta;
+  };
+  constexpr Extreme kDelta[] = {
+      {.mu = 0.01, .eps = 0.3, .delta = 1.8960395679388847e-201},
+      {.mu = 1.0, .eps = 1.0, .delta = 0.12693673750664395},
+  };
+  for (const Extreme& c : kDelta) {
+    const DeltaBound b = GaussianDeltaBound(c.mu, c.eps);
+    EXPECT_LE(b.lower, c.delta) << c.mu;
+    EXPECT_GE(b.upper, c.delta) << c.mu;
+    EXPECT_LE(b.upper - b.lower, 1e-7 * c.delta) << c.mu;
+  }
+  // Truth 3.9e-343 (mu 1, eps 40) and 3.3e-780 (mu 0.5, eps 30) underflow: the
+  // upper end stays a positive bound instead of a certified 0.
+  EXPECT_GT(GaussianDeltaBound(1.0, 40).upper, 0);
+  EXPECT_GT(GaussianDeltaBound(0.5, 30).upper, 0);
+  EXPECT_EQ(GaussianDeltaBound(0.5, 30).lower, 0);
+  struct EpsCase {
+    double mu, delta, eps;
+  };
+  constexpr EpsCase kEps[] = {
+      {.mu = 1.0, .delta = 1e-100, .eps = 21.627508093648382},
+      {.mu = 0.01, .delta = 1e-90, .eps = 0.19790376707407003},
+  };
+  for (const EpsCase& c : kEps) {
+    const EpsilonBound b = GaussianEpsilonBound(c.mu, c.delta);
+    EXPECT_LE(b.lower, c.eps) << c.mu;
+    EXPECT_GE(b.upper, c.eps) << c.mu;
+    EXPECT_NEAR(b.estimate, c.eps, 1e-8 * c.eps) << c.mu;
   }
 }
 

@@ -135,8 +135,7 @@ absl::StatusOr<EpsilonBound> EdgeworthAccountant::ComputeEpsilon(double delta) c
   const LedgerSums& s = Sums();
   if (s.all_gaussian) {
     // Exact (S2.1): every Edgeworth order equals the mu-GDP closed form.
-    const EpsilonBracket b = GaussianEpsilon(std::sqrt(s.gaussian_mu2), delta);
-    return EpsilonBound{b.lo, b.hi, b.hi, Guarantee::kCertified, 0};
+    return GaussianEpsilonBound(std::sqrt(s.gaussian_mu2), delta);
   }
   const auto aea = AeaDirections();
   DPL_ASSIGN_OR_RETURN(const double estimate,
@@ -166,8 +165,7 @@ absl::StatusOr<EpsilonBound> EdgeworthAccountant::ComputeEpsilon(double delta) c
 absl::StatusOr<DeltaBound> EdgeworthAccountant::ComputeDelta(double epsilon) const {
   const LedgerSums& s = Sums();
   if (s.all_gaussian) {
-    const double d = std::exp(GaussianLogDelta(std::sqrt(s.gaussian_mu2), epsilon));
-    return DeltaBound{d, d, d, Guarantee::kCertified, 0};
+    return GaussianDeltaBound(std::sqrt(s.gaussian_mu2), epsilon);
   }
   const auto aea = AeaDirections();
   double estimate = AeaDelta(epsilon, aea, options_.order, clamp());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -350,11 +351,26 @@ class SubsampledLaplacePlrv final : public Plrv {
 std::string_view DirectionName(Direction d) { return d == Direction::kRemove ? "remove" : "add"; }
 
 double GaussianLogDelta(double mu, double epsilon) {
+  return GaussianLogDeltaBracket(mu, epsilon).estimate;
+}
+
+LogDeltaBracket GaussianLogDeltaBracket(double mu, double epsilon) {
   // delta = Phi(a) - e^eps Phi(b), a = -eps/mu + mu/2, b = -eps/mu - mu/2.
   const double la = LogNormalCdf(-epsilon / mu + mu / 2);
   const double lb = epsilon + LogNormalCdf(-epsilon / mu - mu / 2);
-  if (!(lb < la)) return -kInf;  // only by rounding, when delta is below ~1e-16 of Phi(a)
-  return LogSubExp(la, lb);
+  if (la == -kInf) return {-kInf, -kInf, -kInf};
+  // Absolute error of each log term: a few ulps of the log-CDF (erfc or the
+  // asymptotic series, both within 1e-16 relative) and of the sums, scaled by
+  // their size; 16 ulps is a generous allowance.
+  const double err = 16 * std::numeric_limits<double>::epsilon() *
+                     (1 + std::fabs(la) + (std::isfinite(lb) ? std::fabs(lb) : 0));
+  const double x = lb - la;  // log(e^eps Phi(b) / Phi(a)) < 0 in exact arithmetic
+  LogDeltaBracket r;
+  r.estimate = x < 0 ? la + Log1mExp(x) : -kInf;  // x >= 0 only by rounding
+  // delta = e^{la} (1 - e^{x}) falls in x; the true x lies in [x - 2 err, min(x + 2 err, 0)).
+  r.hi = la + err + Log1mExp(std::min(x - 2 * err, -2 * err));
+  r.lo = x + 2 * err < 0 ? la - err + Log1mExp(x + 2 * err) : -kInf;
+  return r;
 }
 
 double Plrv::LogDeltaForEpsilon(double epsilon) const {

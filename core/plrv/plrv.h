@@ -67,6 +67,15 @@ class Plrv {
 // delta is 0 to double precision.
 double GaussianLogDelta(double mu, double epsilon);
 
+// The same with a certified bracket [lo, hi] on the true log delta: the two log
+// terms carry a rounding bound, and log(e^a - e^b) is evaluated at both ends of
+// their ranges (the difference amplifies their error by 1/(1 - e^{b-a}), up to
+// 1e-10 relative where delta is a small difference of huge tails).
+struct LogDeltaBracket {
+  double lo, estimate, hi;
+};
+LogDeltaBracket GaussianLogDeltaBracket(double mu, double epsilon);
+
 // The PLRV of `mechanism` in `direction`. Never fails for a valid Mechanism.
 std::unique_ptr<Plrv> MakePlrv(const Mechanism& mechanism, Direction direction);
 
