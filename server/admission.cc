@@ -32,9 +32,12 @@ Verdict Judge(const absl::StatusOr<core::EpsilonBound>& b, std::string_view acco
                                    std::string(b.status().message()))};
   }
   if (b->guarantee == core::Guarantee::kEstimate) {
-    return {false, absl::StrFormat("accountant '%s' gave an estimate, not a certified bound; "
-                                   "only certified or verified bounds admit steps",
-                                   std::string(accountant))};
+    return {false, absl::StrFormat("accountant '%s' gave an estimate, not a certified bound, "
+                                   "at delta %g (estimate %.6g, certified lower %.6g, no "
+                                   "certified upper); only certified or verified bounds admit "
+                                   "steps",
+                                   std::string(accountant), budget_delta, b->estimate,
+                                   b->lower)};
   }
   if (!(b->upper <= budget_epsilon)) {  // also false for NaN
     return {false, absl::StrFormat("epsilon upper bound %.6g at delta %g would exceed the "

@@ -51,6 +51,8 @@ ABSL_FLAG(int, max_job_series, 1000, "jobs labelled in dpledger_job_epsilon_spen
 ABSL_FLAG(bool, release_use_mc, true, "run the EVR Monte Carlo verifier for releases");
 ABSL_FLAG(double, release_mc_max_seconds, 60,
           "EVR predicted-time cap per release; beyond it a certified accountant decides");
+ABSL_FLAG(double, query_mc_max_seconds, 30,
+          "time cap on the MC accountant's sample growth per Spent query (0: none)");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
 
 namespace {
@@ -61,7 +63,7 @@ constexpr const char* kFlagNames[] = {
     "check_ledger", "default_accountant", "max_jobs_per_tenant", "max_updates_per_request",
     "max_steps_per_update", "max_cached_jobs", "max_admission_group", "max_payload_bytes",
     "group_commit_max_batches", "group_commit_delay_us", "max_stream_inflight",
-    "max_job_series", "release_use_mc", "release_mc_max_seconds", "log_level"};
+    "max_job_series", "release_use_mc", "release_mc_max_seconds", "query_mc_max_seconds", "log_level"};
 
 // DPLEDGER_<FLAG> from the environment, applied before the command line is parsed so the
 // command line wins.
@@ -127,6 +129,8 @@ dpledger::server::ServerOptions OptionsFromFlags() {
   o.ledger.committer.max_delay = std::chrono::microseconds(absl::GetFlag(FLAGS_group_commit_delay_us));
   o.ledger.release_use_mc = absl::GetFlag(FLAGS_release_use_mc);
   o.ledger.release_mc_max_seconds = absl::GetFlag(FLAGS_release_mc_max_seconds);
+  // Bounds how long an MC Spent query runs, and with it how long shutdown waits.
+  o.ledger.accountant_options.mc.max_seconds = absl::GetFlag(FLAGS_query_mc_max_seconds);
   o.grpc.max_stream_inflight = absl::GetFlag(FLAGS_max_stream_inflight);
   o.metrics.max_job_series = absl::GetFlag(FLAGS_max_job_series);
   return o;

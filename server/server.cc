@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_format.h"
 #include "core/mc/mc_estimate.h"
+#include "core/registry/accountant_registry.h"
 #include "server/ledger_check.h"
 #include "server/memory_store.h"
 #include "server/sqlite_store.h"
@@ -38,6 +39,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   // when a CUDA device is present, else every CPU core.
   const std::string_view backend = core::CudaDeviceAvailable() ? "cuda" : "cpu";
   s->metrics_->SetSamplePoolBackend(backend);
+
+  // Accountant settings (e.g. --query-mc-max-seconds) are checked once here, not
+  // at the first query that uses them.
+  for (std::string_view name : core::AccountantNames()) {
+    if (auto a = core::CreateAccountant(name, options.ledger.accountant_options); !a.ok()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s accountant settings: %s", std::string(name), std::string(a.status().message())));
+    }
+  }
 
   // Security settings first: refuse to start half-configured.
   std::shared_ptr<grpc::ServerCredentials> creds;

@@ -2,6 +2,7 @@
 
 #include <fftw3.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -49,14 +50,35 @@ const Plans& PlansFor(int64_t n) {
 
 double Kappa(int64_t n) { return 16 * kU * (std::log2(static_cast<double>(n)) + 2); }
 
-// z^k via polar form; relative error <= k u (|log|z|| + 10).
-std::complex<double> Pow(std::complex<double> z, int64_t k) {
-  const double r = std::abs(z);
-  if (r == 0) return 0;
-  const double kd = static_cast<double>(k);
-  const double mag = std::exp(kd * std::log(r));
-  const double ang = std::fmod(kd * std::arg(z), 2 * std::numbers::pi);
-  return std::polar(mag, ang);
+// Bound on |Ahat_j - A_j| for every j: the transform's componentwise error
+// kappa ||x||_1, plus a few ulps of ||x||_1 for the rounding of the tilted input.
+double SpectrumError(const Spectrum& s) { return (Kappa(s.n) + 4 * kU) * s.l1; }
+
+// Below e^{kLogNegligible} a composed frequency is dropped (its error bound stays).
+constexpr double kLogNegligible = -200;
+constexpr double kULong = std::numeric_limits<long double>::epsilon() / 2;
+
+// z^k via polar form, with a bound on its relative error. k log|z| and k arg z
+// (reduced mod 2 pi) are formed in long double, where their error is a few
+// long-double ulps of |k log|z|| + |k arg z| + 1; rounding them to double and the
+// double exp/cos/sin add a few u of |k log|z|| + 2 pi + 1.
+struct PowResult {
+  std::complex<double> value;
+  double rel_err;
+};
+PowResult Pow(std::complex<double> z, int64_t k) {
+  const long double r = std::hypot(static_cast<long double>(z.real()),
+                                   static_cast<long double>(z.imag()));
+  if (r == 0) return {0, 0};
+  const long double kd = static_cast<long double>(k);
+  const long double log_mag = kd * std::log(r);
+  const long double arg = std::atan2(static_cast<long double>(z.imag()),
+                                     static_cast<long double>(z.real()));
+  const long double ang = std::fmod(kd * arg, 2 * std::numbers::pi_v<long double>);
+  const double lm = static_cast<double>(log_mag);
+  const double rel = 8 * kULong * static_cast<double>(std::fabs(log_mag) + std::fabs(kd * arg) + 4) +
+                     4 * kU * (std::fabs(lm) + 2 * std::numbers::pi + 2);
+  return {std::polar(std::exp(lm), static_cast<double>(ang)), rel};
 }
 
 }  // namespace
@@ -71,9 +93,13 @@ Spectrum ComputeSpectrum(const TiltedPmf& pmf, int64_t n) {
   for (size_t i = 0; i < pmf.w.size(); ++i) in.p[static_cast<int64_t>(i) % n] += pmf.w[i];
   Spectrum s;
   s.n = n;
-  double l2 = 0;
-  for (int64_t i = 0; i < n; ++i) l2 += in.p[i] * in.p[i];
+  double l2 = 0, l1 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    l2 += in.p[i] * in.p[i];
+    l1 += std::fabs(in.p[i]);
+  }
   s.l2 = std::sqrt(l2);
+  s.l1 = l1;
   fftw_execute_dft_r2c(plans.forward, in.p, out.p);
   s.values.resize(static_cast<size_t>(n / 2 + 1));
   for (int64_t i = 0; i <= n / 2; ++i) s.values[static_cast<size_t>(i)] = {out.p[i][0], out.p[i][1]};
@@ -86,21 +112,55 @@ CircularPmf ComposeCircular(const std::vector<SpectrumPower>& parts) {
   const size_t m = static_cast<size_t>(n / 2 + 1);
   const double kappa = Kappa(n);
   FftwArray<fftw_complex> prod(m);
-  for (size_t i = 0; i < m; ++i) prod.p[i][0] = 1, prod.p[i][1] = 0;
-  double growth_exp = 0, fft_term = 0, rel = 0;
+  // Componentwise bound: sum_j of |C_j - Chat_j| (spectrum and power errors) and of
+  // |Chat_j| (inverse-transform error), over all n frequencies.
+  double sum_err = 0, sum_abs = 0;
+  double growth_exp = 0, fft_term = 0, rel_norm = 0;
   for (const SpectrumPower& part : parts) {
     DPL_CHECK(part.spectrum->n == n && part.count >= 1);
     const double k = static_cast<double>(part.count);
-    for (size_t i = 0; i < m; ++i) {
-      std::complex<double> z = part.spectrum->values[i];
-      if (part.count > 1) z = Pow(z, part.count);
-      const std::complex<double> p = std::complex<double>(prod.p[i][0], prod.p[i][1]) * z;
-      prod.p[i][0] = p.real();
-      prod.p[i][1] = p.imag();
-    }
     growth_exp += k * kappa * std::sqrt(static_cast<double>(n)) * part.spectrum->l2;
     fft_term += k * kappa * part.spectrum->l2;
-    rel += 10 * k * kU + 2 * kU;
+    rel_norm += 10 * k * kU + 2 * kU;
+  }
+  std::vector<double> log_rho(parts.size());
+  for (size_t i = 0; i < m; ++i) {
+    std::complex<double> c = 1;
+    double rel = 0, log_rho_sum = 0;
+    for (size_t e = 0; e < parts.size(); ++e) {
+      const Spectrum& s = *parts[e].spectrum;
+      // |A_j| and |Ahat_j| are both <= rho = |Ahat_j| + the transform's error bound.
+      log_rho[e] = std::log(std::abs(s.values[i]) * (1 + 2 * kU) + SpectrumError(s));
+      log_rho_sum += static_cast<double>(parts[e].count) * log_rho[e];
+    }
+    // Where |C_j| <= e^{log_rho_sum} is negligible, C_j is taken as 0 (error |C_j|)
+    // and the costly powers are skipped: most frequencies of a long composition.
+    const bool negligible = log_rho_sum < kLogNegligible;
+    for (size_t e = 0; e < parts.size() && !negligible; ++e) {
+      const std::complex<double> z = parts[e].spectrum->values[i];
+      if (parts[e].count > 1) {
+        const PowResult p = Pow(z, parts[e].count);
+        c *= p.value;
+        rel += p.rel_err + 4 * kU;  // and the complex product
+      } else {
+        c *= z;
+        rel += 4 * kU;
+      }
+    }
+    if (negligible) c = 0, rel = 1;
+    prod.p[i][0] = c.real();
+    prod.p[i][1] = c.imag();
+    // |prod A^k - prod Ahat^k| <= sum_e k_e |A_e - Ahat_e| rho_e^{k_e - 1}
+    // prod_{f != e} rho_f^{k_f}; the computed powers and products add rel |C|.
+    double err = 0;
+    for (size_t e = 0; e < parts.size(); ++e) {
+      const double k = static_cast<double>(parts[e].count);
+      err += k * SpectrumError(*parts[e].spectrum) * std::exp(log_rho_sum - log_rho[e]);
+    }
+    err += rel * std::exp(log_rho_sum);
+    const double weight = (i == 0 || 2 * i == static_cast<size_t>(n)) ? 1 : 2;
+    sum_err += weight * err;
+    sum_abs += weight * std::abs(c);
   }
   FftwArray<double> out(static_cast<size_t>(n));
   fftw_execute_dft_c2r(PlansFor(n).backward, prod.p, out.p);
@@ -113,13 +173,17 @@ CircularPmf ComposeCircular(const std::vector<SpectrumPower>& parts) {
     c2 += r.w[static_cast<size_t>(i)] * r.w[static_cast<size_t>(i)];
   }
   c2 = std::sqrt(c2);
-  // ||chat - c||_2 <= A + B ||c||_2 with ||c||_2 <= ||chat||_2 + ||chat - c||_2.
+  // Componentwise: each output is (1/n) sum_j e^{..} C_j, so the spectrum errors
+  // reach it as at most sum_err / n and the inverse transform adds kappa ||Chat||_1 / n.
+  const double componentwise =
+      (sum_err + (kappa + 2 * kU) * sum_abs) * scale * (1 + 4 * kappa);
+  // Normwise (header): ||chat - c||_2 <= A + B ||c||_2, ||c||_2 <= ||chat||_2 + ||chat - c||_2.
   const double growth = std::exp(growth_exp);
-  const double a = (1 + kappa) * (fft_term * growth +
-                                  static_cast<double>(parts.size()) * kU);
-  const double b = (1 + kappa) * rel + kappa;
-  const double e = b < 0.5 ? (a + b * c2) / (1 - b) : std::numeric_limits<double>::infinity();
-  r.err = 2 * e;  // safety factor 2 over the bound derived in the header
+  const double a = (1 + kappa) * (fft_term * growth + static_cast<double>(parts.size()) * kU);
+  const double b = (1 + kappa) * rel_norm + kappa;
+  const double normwise =
+      b < 0.5 ? (a + b * c2) / (1 - b) : std::numeric_limits<double>::infinity();
+  r.err = 2 * std::min(componentwise, normwise);  // safety factor 2 over either bound
   return r;
 }
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
+#include <cstdlib>
 
 #include "absl/strings/str_format.h"
 #include "core/accountants/pld_window.h"
@@ -59,7 +61,10 @@ absl::StatusOr<std::shared_ptr<const PldEngine::StepEntry>> PldEngine::Step(cons
   if (auto hit = steps_.Find(key)) return hit;
   absl::StatusOr<StepDiscretization> d = DiscretizeStep(
       *MakePlrv(key.mechanism, key.direction), key.h, key.tail, options_.max_grid_points);
-  if (!d.ok()) return d.status();
+  if (!d.ok()) {
+    return absl::Status(d.status().code(), absl::StrFormat("%s: %s", key.mechanism.ToSpec(),
+                                                           std::string(d.status().message())));
+  }
   auto e = std::make_shared<StepEntry>();
   e->disc = std::move(*d);
   e->pess = PessimisticPmf(e->disc);
@@ -124,15 +129,67 @@ absl::StatusOr<ComposedWindow> PldEngine::ComposeSide(std::span<const MechanismE
   return AssembleWindow(*wp, circular, parts, side);
 }
 
+double PldEngine::StepTail(const PldPlan& plan, double log_delta_target) const {
+  if (options_.tail_mass_truncation > 0) return options_.tail_mass_truncation;
+  const double t = std::exp(std::log(kTruncationShare) + log_delta_target) /
+                   std::max(plan.num_steps, 1.0);
+  return FloorPow10(std::clamp(t, kMinStepTail, kMaxStepTail));
+}
+
+absl::StatusOr<PldPlan> PldEngine::PlanOnGrid(std::span<const MechanismEvent> events,
+                                              Direction direction, const PldPlan& plan, double h,
+                                              double tail, double epsilon) {
+  std::vector<std::shared_ptr<const StepEntry>> steps;
+  for (const MechanismEvent& e : events) {
+    absl::StatusOr<std::shared_ptr<const StepEntry>> s =
+        Step({e.mechanism, LawDirection(e.mechanism, direction), h, tail});
+    if (!s.ok()) return s.status();
+    steps.push_back(*s);
+  }
+  PldPlan out = plan;
+  auto moments_at = [&](double t) {
+    out.tilt = t;
+    out.center = 0;
+    double var = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const TiltedPmf tp = Tilt(steps[i]->pess, t);
+      const double c = static_cast<double>(events[i].count);
+      out.center += c * tp.mean;
+      var += c * tp.var;
+    }
+    out.sd = std::sqrt(var);
+    return out.center;
+  };
+  if (std::fabs(moments_at(plan.tilt) - epsilon) <= 3 * std::max(out.sd, h)) return out;
+  // The tilted mean of the grid law increases with the tilt: bisect (in log tilt,
+  // as the mean can jump by orders of magnitude where rare large losses take over).
+  if (moments_at(0) >= epsilon) return out;
+  double lo = 0, hi = 1;
+  while (moments_at(hi) < epsilon) {
+    lo = hi;
+    hi *= 2;
+    if (hi > kMaxTilt) return out;  // keep the largest tilt's moments
+  }
+  for (int it = 0; it < 60 && hi - lo > 1e-4 * hi; ++it) {
+    const double mid = lo > 0 ? std::sqrt(lo * hi) : 0.5 * hi;
+    (moments_at(mid) < epsilon ? lo : hi) = mid;
+  }
+  // Round onto the cached tilt lattice unless that moves the centre by more than
+  // 1.5 standard deviations (the mean is steep here).
+  const double raw = hi, raw_center = moments_at(hi), raw_sd = out.sd;
+  if (std::fabs(moments_at(QuantizeTilt(raw)) - raw_center) > 1.5 * std::max(out.sd, h)) {
+    out.tilt = raw;
+    out.center = raw_center;
+    out.sd = raw_sd;
+  }
+  return out;
+}
+
 absl::StatusOr<PldEngine::Curves> PldEngine::Compute(std::span<const MechanismEvent> events,
                                                      Direction direction, const PldPlan& plan,
                                                      double h, double log_delta_target) {
   const double log_budget = std::log(kTruncationShare) + log_delta_target;
-  double tail = options_.tail_mass_truncation;
-  if (tail <= 0) {
-    const double t = std::exp(log_budget) / std::max(plan.num_steps, 1.0);
-    tail = FloorPow10(std::clamp(t, kMinStepTail, kMaxStepTail));
-  }
+  const double tail = StepTail(plan, log_delta_target);
   absl::StatusOr<ComposedWindow> pess =
       ComposeSide(events, direction, plan, h, tail, log_budget, PldSide::kPessimistic);
   if (!pess.ok()) return pess.status();
@@ -140,7 +197,7 @@ absl::StatusOr<PldEngine::Curves> PldEngine::Compute(std::span<const MechanismEv
       ComposeSide(events, direction, plan, h, tail, log_budget, PldSide::kOptimistic);
   if (!opt.ok()) return opt.status();
   return Curves{PldCurve(*pess), PldCurve(*opt), static_cast<int64_t>(pess->w.size()),
-                pess->outside};
+                pess->outside, tail};
 }
 
 double PldEngine::InitialStep(std::span<const MechanismEvent> events, Direction direction,
@@ -173,7 +230,8 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
     log_finite += static_cast<double>(e.count) * std::log1p(-plrv->InfiniteLossMass());
   }
   if (epsilon >= max_loss) {
-    const double inf = -std::expm1(log_finite);
+    // max with +0: -expm1(0) is -0, which would print as "-0.0".
+    const double inf = std::max(0.0, -std::expm1(log_finite));
     return PldInterval{inf, inf, 0, 0, 0};
   }
   absl::StatusOr<PldPlan> plan = PlanForEpsilon(events, direction, epsilon);
@@ -184,7 +242,7 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
   // start from the plan's estimate and tighten once if truncation came too close.
   double log_target = plan->log_delta_ref;
   PldInterval result;
-  bool have = false, retargeted = false;
+  bool have = false, retargeted = false, replanned = false;
   int coarsenings = 0;
   for (int r = 0; r <= (fixed ? 0 : options_.max_refinements);) {
     absl::StatusOr<Curves> c = Compute(events, direction, *plan, h, log_target);
@@ -201,6 +259,17 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
       retargeted = true;
       log_target = std::log(up) + std::log(1e-3 * up / c->outside);
       if (log_target < plan->log_delta_ref) continue;
+    }
+    if (!replanned) {  // as in Epsilon, once the truncation is settled
+      replanned = true;
+      absl::StatusOr<PldPlan> again = PlanOnGrid(events, direction, *plan, h, c->tail, epsilon);
+      if (!again.ok()) return again.status();
+      const bool moved = again->tilt != plan->tilt;
+      plan = again;
+      if (moved) {
+        h = std::min(h, InitialStep(events, direction, *plan, std::max(epsilon, plan->sd)));
+        continue;
+      }
     }
     // Every grid gives a certified interval: keep their intersection, and stop
     // refining once a finer grid no longer narrows it (round-off has taken over).
@@ -254,12 +323,17 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
     }
     absl::StatusOr<double> low = c->opt.Epsilon(log_delta);
     if (!low.ok()) return low.status();
-    if (!replanned && std::fabs(*up - plan->center) > 3 * std::max(plan->sd, h)) {
-      // The saddle-point guess of epsilon was off: tilt for the epsilon found.
+    if (!replanned) {
+      // The saddle-point guess of epsilon was off, or the exact CGF that guided it
+      // is ruled by losses beyond the truncated tails (rare sampled steps: per step
+      // K(t) ~ t^2/2 + (t + 1) log q): tilt the grid law for the epsilon found.
       replanned = true;
-      absl::StatusOr<PldPlan> again = PlanForEpsilon(events, direction, *up);
-      if (again.ok() && again->tilt != plan->tilt) {
-        plan = again;
+      absl::StatusOr<PldPlan> again = PlanOnGrid(events, direction, *plan, h, c->tail, *up);
+      if (!again.ok()) return again.status();
+      const bool moved = again->tilt != plan->tilt;
+      plan = again;
+      if (moved) {
+        h = std::min(h, InitialStep(events, direction, *plan, std::max(plan->center, plan->sd)));
         continue;
       }
     }

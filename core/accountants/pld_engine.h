@@ -92,6 +92,7 @@ class PldEngine {
     PldCurve pess, opt;
     int64_t n;
     double outside;  // pessimistic mass counted as +infinity
+    double tail;     // per-step tail mass the grids were truncated at
   };
 
   absl::StatusOr<std::shared_ptr<const StepEntry>> Step(const StepKey& key);
@@ -102,6 +103,13 @@ class PldEngine {
   absl::StatusOr<ComposedWindow> ComposeSide(std::span<const MechanismEvent> events,
                                              Direction direction, const PldPlan& plan, double h,
                                              double tail, double log_budget, PldSide side);
+  double StepTail(const PldPlan& plan, double log_delta_target) const;
+  // The plan on the discretised law actually composed (pessimistic grids at step h,
+  // tails truncated at `tail`): at the tilt of the current plan if that law's
+  // tilted centre is within 3 of its standard deviations of `epsilon`, else at the
+  // tilt that centres it on `epsilon`.
+  absl::StatusOr<PldPlan> PlanOnGrid(std::span<const MechanismEvent> events, Direction direction,
+                                     const PldPlan& plan, double h, double tail, double epsilon);
   double InitialStep(std::span<const MechanismEvent> events, Direction direction,
                      const PldPlan& plan, double epsilon_scale) const;
 

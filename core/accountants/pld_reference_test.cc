@@ -4,6 +4,7 @@
 // must contain the reference (up to the reference's own stated accuracy) and the
 // upper bound must be within the 0.5% accuracy target.
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/accountants/pld_accountant.h"
@@ -172,6 +173,36 @@ TEST(PldReference, LaplaceAndHeterogeneousMatchSpaTruth) {
       {h2, Direction::kRemove, 2, 0.0138677020147, 1e-9},
   };
   for (const DeltaRow& row : rows) ExpectDeltaBrackets(row);
+}
+
+// Issue 2 audit: rare sampled steps (q = 1e-4) at tiny delta, where delta sits in a
+// deep valley of every tilted law. References: an independent uncertified FFT at
+// h = 1e-5 and 5e-6, Richardson-extrapolated (second order); abs_tol covers the
+// spread between first- and second-order extrapolation.
+TEST(PldReference, RareSampledStepsAtTinyDeltaAreTight) {
+  struct Row {
+    MechanismEvent event;
+    double delta, eps_ref, abs_tol;
+  };
+  const std::vector<Row> rows = {
+      {Sg(1, 1e-4, 100000), 1e-8, 0.199351, 3e-5},
+      {Sg(1, 1e-4, 1000), 1e-12, 0.0954180, 1e-6},
+      {Sg(1, 1e-4, 100000), 1e-12, 0.268159, 3e-5},
+      {Sg(2, 1e-3, 1000), 1e-12, 0.110158, 3e-6},
+      {Sg(2, 1e-4, 1000), 1e-12, 0.0103143, 1.4e-5},
+      {Sg(4, 1e-4, 1000), 1e-12, 0.0046585, 1.5e-5},
+  };
+  for (const Row& row : rows) {
+    absl::StatusOr<std::unique_ptr<Accountant>> acc = CreatePldAccountant();
+    ASSERT_TRUE(acc.ok());
+    ASSERT_TRUE((*acc)->Compose(row.event).ok());
+    absl::StatusOr<EpsilonBound> b = (*acc)->EpsilonForDelta(row.delta);
+    ASSERT_TRUE(b.ok()) << b.status();
+    const std::string what = row.event.mechanism.ToSpec() + " delta=" + std::to_string(row.delta);
+    EXPECT_LE(b->lower, row.eps_ref + row.abs_tol) << what;
+    EXPECT_GE(b->upper, row.eps_ref - row.abs_tol) << what;
+    EXPECT_LE(b->upper, (row.eps_ref + row.abs_tol) * (1 + kEpsilonAccuracy)) << what;
+  }
 }
 
 }  // namespace

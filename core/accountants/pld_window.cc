@@ -87,6 +87,13 @@ absl::StatusOr<WindowPlan> PlanWindow(const std::vector<WindowPart>& parts, doub
   plan.lo = lo;
   plan.hi = hi;
 
+  if (!std::isfinite(lo) || !std::isfinite(hi)) {
+    // The Chernoff searches overflowed (e.g. ~1e12 steps): no window can be planned.
+    return absl::OutOfRangeError(absl::StrFormat(
+        "the composed PLD's loss window is not finite (losses %g to %g at step %g): the ledger "
+        "is too long for max_grid_points %d",
+        lo, hi, h, max_points));
+  }
   const double points = (hi - lo) / h + 3;
   if (!(points <= static_cast<double>(max_points))) {
     return absl::OutOfRangeError(absl::StrFormat(

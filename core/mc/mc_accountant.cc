@@ -1,6 +1,7 @@
 #include "core/mc/mc_accountant.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
 
@@ -46,7 +47,7 @@ class McAccountant final : public Accountant {
   void OnLedgerChanged() override { add_cap_ = -1; }
 
   absl::StatusOr<DeltaBound> ComputeDelta(double epsilon) const override {
-    diagnostics_.clear();
+    StartQuery();
     auto remove = DeltaFrom(/*add=*/false, epsilon);
     if (!remove.ok()) return remove.status();
     DeltaBound b{remove->lower, remove->delta_hat, remove->upper, Guarantee::kEstimate, 0};
@@ -61,7 +62,7 @@ class McAccountant final : public Accountant {
   }
 
   absl::StatusOr<EpsilonBound> ComputeEpsilon(double delta) const override {
-    diagnostics_.clear();
+    StartQuery();
     auto remove = EpsilonFrom(/*add=*/false, delta);
     if (!remove.ok()) return remove.status();
     EpsilonBound b{remove->lower, remove->epsilon, remove->upper, Guarantee::kEstimate, 0};
@@ -139,8 +140,9 @@ class McAccountant final : public Accountant {
     diagnostics_.push_back({p + "ess", d.ess});
     diagnostics_.push_back(
         {p + "sample_rule", std::string(options_.num_samples > 0 ? "fixed"
-                                        : enough ? "reached 1% relative error"
-                                                 : "stopped at max_samples cap")});
+                                        : enough           ? "reached 1% relative error"
+                                        : stopped_by_time_ ? "stopped at max_seconds cap"
+                                                           : "stopped at max_samples cap")});
     if (!add) diagnostics_.push_back({"backend", std::string(pool.Backend())});
   }
 
@@ -217,7 +219,20 @@ class McAccountant final : public Accountant {
     return d.num_positive >= 100 && options_.confidence_z * d.std_error <= 0.01 * target;
   }
   bool CanGrow(const SamplePool& p) const {
-    return options_.num_samples == 0 && p.num_paths() < options_.max_samples;
+    if (options_.num_samples != 0 || p.num_paths() >= options_.max_samples) return false;
+    if (options_.max_seconds > 0 && 2 * Elapsed() > options_.max_seconds) {
+      stopped_by_time_ = true;
+      return false;
+    }
+    return true;
+  }
+  double Elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - query_start_).count();
+  }
+  void StartQuery() const {
+    diagnostics_.clear();
+    query_start_ = std::chrono::steady_clock::now();
+    stopped_by_time_ = false;
   }
 
   absl::StatusOr<PoolDeltaEstimate> DeltaFrom(bool add, double epsilon) const {
@@ -280,7 +295,8 @@ class McAccountant final : public Accountant {
         if (absl::Status s = (*pool)->Grow(m); !s.ok()) return s;
       }
       const bool retilt = is && options_.target_epsilon == 0 && round < 3 && r->epsilon > 0 &&
-                          std::fabs(r->epsilon - tilt) > 0.1 * r->epsilon;
+                          std::fabs(r->epsilon - tilt) > 0.1 * r->epsilon &&
+                          !(options_.max_seconds > 0 && 2 * Elapsed() > options_.max_seconds);
       if (!retilt) {
         Note(add, **pool, r->at_epsilon, r->epsilon == 0 || Enough(r->at_epsilon, delta));
         return r;
@@ -293,6 +309,8 @@ class McAccountant final : public Accountant {
   mutable PoolSlot remove_, add_;
   mutable double add_cap_ = -1;
   mutable std::vector<AnswerDiagnostic> diagnostics_;
+  mutable std::chrono::steady_clock::time_point query_start_;
+  mutable bool stopped_by_time_ = false;
 };
 
 }  // namespace
@@ -306,6 +324,10 @@ absl::StatusOr<std::unique_ptr<Accountant>> CreateMcAccountant(const McAccountan
     return absl::InvalidArgumentError(absl::StrFormat(
         "initial_samples and max_samples must be >= 2, got %d and %d", o.initial_samples,
         o.max_samples));
+  }
+  if (!std::isfinite(o.max_seconds) || o.max_seconds < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("max_seconds must be a finite number >= 0, got %g", o.max_seconds));
   }
   if (!std::isfinite(o.target_epsilon) || o.target_epsilon < 0) {
     return absl::InvalidArgumentError(

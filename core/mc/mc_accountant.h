@@ -13,7 +13,8 @@
 // Sample count (spec 6.3): num_samples > 0 fixes m. num_samples = 0 starts at
 // 1e5 paths and doubles (Grow keeps the existing paths) at query time until
 // 1.96 SE/delta <= 1% and at least 100 paths are positive, capped at
-// max_samples (then the interval shows the larger error).
+// max_samples or by the max_seconds time cap (then the interval shows the
+// larger error).
 //
 // IS tilt: target_epsilon > 0 fixes theta_i = theta_MM(sigma_i, q_i,
 // target_epsilon) (best for online accounting at a known epsilon). 0 tunes it per
@@ -48,6 +49,11 @@ struct McAccountantOptions {
   double target_epsilon = 0;             // IS tilt; 0: tuned per query
   int64_t initial_samples = 100000;      // default rule: start (spec 6.3 m0)
   int64_t max_samples = int64_t{1} << 22;  // default rule: cap (~4.2e6 paths)
+  // Default rule: a doubling starts only if it is predicted to end within this
+  // many seconds of the query's start (a doubling costs about what the query
+  // spent so far). 0: no time cap. The answer's diagnostics say which cap ended
+  // the growth; the interval then shows the larger error.
+  double max_seconds = 0;
   int num_threads = 0;                   // CPU backend; 0: all cores
   double confidence_z = 1.959963984540054;  // two-sided 95%
 };

@@ -1,6 +1,9 @@
 #include "core/mc/mc_accountant.h"
 
 #include <cmath>
+#include <map>
+#include <string>
+#include <variant>
 
 #include "core/accountants/analytic_gaussian.h"
 #include "core/util/test_support.h"
@@ -74,6 +77,26 @@ TEST(McAccountant, DefaultRuleGrowsToOnePercentOnAGaussianLedger) {
   auto d2 = acc->Clone()->DeltaForEpsilon(1.0);
   ASSERT_TRUE(d2.ok());
   EXPECT_EQ(d2->estimate, d->estimate);
+}
+
+// The time cap ends the default rule's growth (the server bounds query time
+// with it) and the diagnostics say so.
+TEST(McAccountant, TimeCapStopsGrowthAndSaysSo) {
+  McAccountantOptions o;
+  o.seed = 3;
+  o.initial_samples = 1000;
+  o.max_seconds = 1e-9;  // any doubling would overrun
+  auto acc = Make(o);
+  ASSERT_TRUE(acc->Compose(*Mechanism::Gaussian(1.0), 1).ok());
+  auto d = acc->DeltaForEpsilon(4.0);  // delta 1e-4: 1000 paths cannot reach 1% error
+  ASSERT_TRUE(d.ok()) << d.status();
+  std::map<std::string, std::variant<double, std::string>> diag;
+  for (const AnswerDiagnostic& x : acc->LastDiagnostics()) diag[x.name] = x.value;
+  EXPECT_EQ(std::get<std::string>(diag["remove_sample_rule"]), "stopped at max_seconds cap");
+  EXPECT_EQ(std::get<double>(diag["remove_samples"]), 1000);
+  o.max_seconds = -1;
+  EXPECT_THAT(CreateMcAccountant(o).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_seconds")));
 }
 
 TEST(McAccountant, ReportsTheWorseDirectionForSubsampledSteps) {
