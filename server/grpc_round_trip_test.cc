@@ -304,5 +304,20 @@ TEST_F(RoundTrip, HealthCheckSaysServing) {
   EXPECT_EQ(bytes, std::string("\x08\x01", 2));  // status: SERVING
 }
 
+// Accountant settings are checked at start-up, not at the first query using them.
+TEST(ServerStart, RefusesBadAccountantSettingsNamingThem) {
+  testing::TempDir dir;
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.data_dir = dir.path();
+  o.insecure = true;
+  o.metrics_listen = "";
+  o.ledger.accountant_options.mc.max_seconds = -1;
+  absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("max_seconds"));
+}
+
 }  // namespace
 }  // namespace dpledger::server
