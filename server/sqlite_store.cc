@@ -1,6 +1,12 @@
 #include "server/sqlite_store.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "absl/strings/str_format.h"
 #include "server/sqlite_schema.h"
@@ -123,6 +129,18 @@ std::string Sql(std::string_view fmt_prefix, std::string_view columns, std::stri
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStoreOptions& options) {
   if (options.path.empty()) return absl::InvalidArgumentError("sqlite path must not be empty");
   std::unique_ptr<SqliteStore> store(new SqliteStore());
+  const std::string lock_path = options.path + ".lock";
+  store->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (store->lock_fd_ < 0) {
+    return absl::UnavailableError(absl::StrFormat("cannot open lock file '%s': %s", lock_path,
+                                                  std::strerror(errno)));
+  }
+  if (::flock(store->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "sqlite store '%s' is in use by another process (lock '%s' is held): run one "
+        "dpledgerd per data_dir",
+        options.path, lock_path));
+  }
   absl::StatusOr<sqlite3*> w = OpenConnection(options, /*writer=*/true);
   if (!w.ok()) return w.status();
   store->write_db_ = *w;
@@ -145,6 +163,7 @@ SqliteStore::~SqliteStore() {
     sqlite3_wal_checkpoint_v2(write_db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
     sqlite3_close(write_db_);
   }
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
 
 absl::Status SqliteStore::CheckIntegrity(bool full) {

@@ -3,6 +3,9 @@
 //
 // Schema: versioned (table schema_version) with forward migrations applied at Open
 // (sqlite_schema.cc); a database newer than this binary is refused (FAILED_PRECONDITION).
+// Open takes an exclusive lock on "<path>.lock" for the store's lifetime (released
+// by the kernel if the process dies): a second process on the same file gets
+// FAILED_PRECONDITION instead of serving a ledger another process writes.
 // Open runs PRAGMA quick_check (integrity_check with `full_check`) and reports damage as
 // DATA_LOSS instead of serving from it.
 //
@@ -65,6 +68,7 @@ class SqliteStore final : public Store {
   std::mutex read_mu_;
   sqlite3* read_db_ = nullptr;
   int schema_version_ = 0;
+  int lock_fd_ = -1;  // exclusive flock on "<path>.lock": one process per store
 };
 
 // Opens `path` and applies migrations up to `target_version` only (tests of the migration

@@ -55,6 +55,17 @@ TEST(SqliteStore, CommittedRowsSurviveReopening) {
   EXPECT_TRUE((*s)->GetJob(j.key)->has_value());
 }
 
+// Issue 4 audit: a second dpledgerd on the same data_dir used to start.
+TEST(SqliteStore, ASecondOpenOfTheSameFileIsRefusedUntilTheFirstCloses) {
+  testing::TempDir dir;
+  absl::StatusOr<std::unique_ptr<SqliteStore>> first = SqliteStore::Open({.path = dir.file("l.db")});
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_THAT(SqliteStore::Open({.path = dir.file("l.db")}),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("in use")));
+  first->reset();
+  EXPECT_TRUE(SqliteStore::Open({.path = dir.file("l.db")}).ok());
+}
+
 TEST(SqliteStore, MigratesAVersionOneDatabase) {
   testing::TempDir dir;
   ASSERT_THAT(CreateSqliteSchemaForTest(dir.file("l.db"), 1), IsOk());
