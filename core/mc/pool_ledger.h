@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -42,6 +43,25 @@ class PoolLedger {
   int64_t num_steps_ = 0;
   bool has_infinite_loss_ = false;
   bool symmetric_ = true;
+};
+
+// What every backend holds and answers the same way: its options and ledger.
+class LedgerPool : public SamplePool {
+ public:
+  const SamplePoolOptions& options() const override { return options_; }
+  int64_t num_steps() const override { return ledger_.num_steps(); }
+  std::span<const MechanismEvent> events() const override { return ledger_.events(); }
+  bool symmetric() const override { return ledger_.symmetric(); }
+  size_t MemoryBytes() const override {
+    return static_cast<size_t>(num_paths()) * PoolBytesPerPath(options_.estimator) +
+           ledger_.steps().size() * sizeof(McStep);
+  }
+
+ protected:
+  explicit LedgerPool(const SamplePoolOptions& options) : options_(options), ledger_(options) {}
+
+  SamplePoolOptions options_;
+  PoolLedger ledger_;
 };
 
 // Validates options for CreateSamplePool.

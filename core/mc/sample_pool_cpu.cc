@@ -17,23 +17,15 @@ namespace {
 // balance 2-64 threads on 1e5-path pools.
 constexpr int64_t kChunkPaths = 2048;
 
-class CpuSamplePool final : public SamplePool {
+class CpuSamplePool final : public LedgerPool {
  public:
   explicit CpuSamplePool(const SamplePoolOptions& options)
-      : options_(options), ledger_(options), threads_(ResolveThreads(options.num_threads)) {
+      : LedgerPool(options), threads_(ResolveThreads(options.num_threads)) {
     Resize(options.num_paths);
   }
 
   std::string_view Backend() const override { return "cpu"; }
-  const SamplePoolOptions& options() const override { return options_; }
   int64_t num_paths() const override { return num_paths_; }
-  int64_t num_steps() const override { return ledger_.num_steps(); }
-  std::span<const MechanismEvent> events() const override { return ledger_.events(); }
-  bool symmetric() const override { return ledger_.symmetric(); }
-  size_t MemoryBytes() const override {
-    return static_cast<size_t>(num_paths_) * PoolBytesPerPath(options_.estimator) +
-           ledger_.steps().size() * sizeof(McStep);
-  }
 
   absl::Status Append(const MechanismEvent& event) override {
     auto step = ledger_.StepFor(event);
@@ -205,8 +197,6 @@ class CpuSamplePool final : public SamplePool {
     *log_w = IsPathLogWeight(st, n);
   }
 
-  SamplePoolOptions options_;
-  PoolLedger ledger_;
   int threads_;
   int64_t num_paths_ = 0;
   std::vector<double> s_;  // SMC: loss sum; IS: S_u

@@ -16,22 +16,14 @@ absl::Status FromCuda(const std::string& err) {
   return absl::InternalError("CUDA sample pool: " + err);
 }
 
-class CudaSamplePool final : public SamplePool {
+class CudaSamplePool final : public LedgerPool {
  public:
   CudaSamplePool(const SamplePoolOptions& options, cuda::DevicePool* device)
-      : options_(options), ledger_(options), device_(device), num_paths_(options.num_paths) {}
+      : LedgerPool(options), device_(device), num_paths_(options.num_paths) {}
   ~CudaSamplePool() override { cuda::PoolDestroy(device_); }
 
   std::string_view Backend() const override { return "cuda"; }
-  const SamplePoolOptions& options() const override { return options_; }
   int64_t num_paths() const override { return num_paths_; }
-  int64_t num_steps() const override { return ledger_.num_steps(); }
-  std::span<const MechanismEvent> events() const override { return ledger_.events(); }
-  bool symmetric() const override { return ledger_.symmetric(); }
-  size_t MemoryBytes() const override {
-    return static_cast<size_t>(num_paths_) * PoolBytesPerPath(options_.estimator) +
-           ledger_.steps().size() * sizeof(McStep);
-  }
 
   absl::Status Append(const MechanismEvent& event) override {
     auto step = ledger_.StepFor(event);
@@ -96,8 +88,6 @@ class CudaSamplePool final : public SamplePool {
   }
 
  private:
-  SamplePoolOptions options_;
-  PoolLedger ledger_;
   cuda::DevicePool* device_;
   int64_t num_paths_;
 };
