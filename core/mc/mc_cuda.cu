@@ -1,6 +1,6 @@
-// CUDA backend (mc_cuda.h). Kernels call the shared Philox4x32-10 and per-step
-// math of mc_sample_math.h directly (not cuRAND), so a path's random bits are
-// exactly the CPU's. Sums are fp64 Neumaier per fixed chunk; the host adds the
+// CUDA backend (mc_cuda.h). Kernels call the shared per-step math of
+// mc_sample_math.h, which draws with cuRAND's Philox4x32-10 on the device, so a
+// path's random bits are exactly the CPU's. Sums are fp64 Neumaier per fixed chunk; the host adds the
 // chunk sums in chunk order, so results do not depend on the launch shape.
 #include <cuda_runtime.h>
 

@@ -3,8 +3,9 @@
 // (DPLEDGER_HAVE_CUDA), and callers check CudaDeviceAvailable() first.
 // Functions return an empty string on success, else the CUDA error text.
 // Kernels compute with the shared math of mc_sample_math.h / mc_stream_math.h,
-// calling its Philox4x32-10 directly (not cuRAND), so both backends draw the
-// same random bits for the same (seed, path, step).
+// whose DrawBlock calls cuRAND's device-side Philox4x32-10 at the counter of
+// (seed, path, step); the CPU computes the same stream, so both backends draw
+// the same random bits.
 #pragma once
 
 #include <cstdint>

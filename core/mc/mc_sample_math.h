@@ -13,6 +13,13 @@
 // launch shapes, and a pool can be rebuilt exactly from (seed, ledger).
 // Preconditions: step < 2^56, stream < 16, draw < 16.
 //
+// This is cuRAND's Philox stream: a block is what curand4() returns after
+// curand_init(seed, CurandSubsequence(step, stream, draw), 4 * path, &state)
+// (cuRAND puts offset / 4 in counter words 0-1 and the subsequence in 2-3).
+// Device code computes it with cuRAND's own curand_Philox4x32_10; host code
+// with Philox4x32x10 below, which curand_stream_test.cc checks against cuRAND's
+// header compiled for the host, so both backends draw identical bits.
+//
 // Bits of one block w = (w0, w1, w2, w3) used by a step:
 //   main uniform  U52 = (w0 << 20 | w1 >> 12) + 1/2, times 2^-52, in (0, 1)
 //   angle uniform      (w2 + 1/2) 2^-32
@@ -27,6 +34,10 @@
 
 #include "core/util/host_device.h"
 #include "core/util/log_math.h"
+
+#if defined(__CUDACC__)
+#include <curand_philox4x32_x.h>
+#endif
 
 namespace dpledger::core::mc {
 
@@ -69,12 +80,27 @@ enum McDraw : uint32_t {
   kDrawIndex = 3,     // streaming IS: which coordinate is tilted (step 0 only)
 };
 
+// The cuRAND subsequence holding (step, stream, draw): counter words 2-3.
+DPL_HOST_DEVICE inline uint64_t CurandSubsequence(uint64_t step, uint32_t stream, uint32_t draw) {
+  const uint32_t hi = (static_cast<uint32_t>(step >> 32) << 8) | (stream << 4) | draw;
+  return (static_cast<uint64_t>(hi) << 32) | static_cast<uint32_t>(step);
+}
+
 DPL_HOST_DEVICE inline PhiloxBlock DrawBlock(uint64_t seed, uint64_t path, uint64_t step,
                                              uint32_t stream, uint32_t draw) {
+  const uint64_t sub = CurandSubsequence(step, stream, draw);
+  const uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+#if defined(__CUDA_ARCH__)
+  const uint4 r = curand_Philox4x32_10(
+      make_uint4(static_cast<uint32_t>(path), static_cast<uint32_t>(path >> 32),
+                 static_cast<uint32_t>(sub), static_cast<uint32_t>(sub >> 32)),
+      make_uint2(k0, k1));
+  return PhiloxBlock{{r.x, r.y, r.z, r.w}};
+#else
   const PhiloxBlock ctr{{static_cast<uint32_t>(path), static_cast<uint32_t>(path >> 32),
-                         static_cast<uint32_t>(step),
-                         (static_cast<uint32_t>(step >> 32) << 8) | (stream << 4) | draw}};
-  return Philox4x32x10(ctr, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+                         static_cast<uint32_t>(sub), static_cast<uint32_t>(sub >> 32)}};
+  return Philox4x32x10(ctr, k0, k1);
+#endif
 }
 
 // ------------------------------------------------------- uniforms and normals
