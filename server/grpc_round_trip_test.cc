@@ -1,5 +1,6 @@
 // In-process gRPC round trips against a real Server (loopback, port 0): the wire contract,
 // streaming, auth metadata, health checking and metrics.
+#include <functional>
 #include <fstream>
 #include <thread>
 
@@ -304,19 +305,29 @@ TEST_F(RoundTrip, HealthCheckSaysServing) {
   EXPECT_EQ(bytes, std::string("\x08\x01", 2));  // status: SERVING
 }
 
-// Accountant settings are checked at start-up, not at the first query using them.
-TEST(ServerStart, RefusesBadAccountantSettingsNamingThem) {
-  testing::TempDir dir;
-  ServerOptions o;
-  o.listen = "127.0.0.1:0";
-  o.data_dir = dir.path();
-  o.insecure = true;
-  o.metrics_listen = "";
-  o.ledger.accountant_options.mc.max_seconds = -1;
-  absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.status().message()), HasSubstr("max_seconds"));
+// Settings are checked at start-up, not at the first request using them.
+TEST(ServerStart, RefusesBadSettingsNamingThem) {
+  const struct {
+    const char* field;
+    std::function<void(ServerOptions&)> set;
+  } cases[] = {
+      {"max_seconds", [](ServerOptions& o) { o.ledger.accountant_options.mc.max_seconds = -1; }},
+      {"max_pool_bytes", [](ServerOptions& o) { o.ledger.max_pool_bytes = -1; }},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.field);
+    testing::TempDir dir;
+    ServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.data_dir = dir.path();
+    o.insecure = true;
+    o.metrics_listen = "";
+    c.set(o);
+    absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(s.status().message()), HasSubstr(c.field));
+  }
 }
 
 }  // namespace

@@ -58,7 +58,8 @@ LedgerService::LedgerService(Store* store, LedgerOptions options, Metrics* metri
             if (metrics) metrics->StoreCommit(seconds, batches);
             if (!ok) spdlog::warn("store commit failed batches={}", batches);
           },
-          [this](const JobKey& key) { OnPoisoned(key); }) {}
+          [this](const JobKey& key) { OnPoisoned(key); }),
+      pools_(static_cast<size_t>(std::max<int64_t>(0, options_.max_pool_bytes)), metrics) {}
 
 LedgerService::~LedgerService() { Shutdown(); }
 
@@ -534,11 +535,14 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
   }
   SpentAnswer ans;
   std::unique_ptr<core::Accountant> acc;
+  bool other = false;  // another accountant than the admitting one answers
+  std::vector<core::MechanismEvent> ledger;  // its ledger
   CommitTicketPtr tail;
   JobRow row;
+  const JobKey key{*t, std::string(job_id)};
   {
     std::unique_lock<std::mutex> lock;
-    absl::StatusOr<EntryPtr> e = Acquire({*t, std::string(job_id)}, lock);
+    absl::StatusOr<EntryPtr> e = Acquire(key, lock);
     if (!e.ok()) return e.status();
     JobEntry& entry = **e;
     row = entry.row;
@@ -551,26 +555,36 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
     } else if (ans.accountant == entry.row.accountant) {
       acc = entry.accountant->Clone();
     } else {
-      absl::StatusOr<std::unique_ptr<core::Accountant>> other = NewAccountant(row, ans.accountant);
-      if (!other.ok()) return other.status();
-      for (const core::MechanismEvent& ev : entry.accountant->events()) {
-        if (absl::Status s = (*other)->Compose(ev); !s.ok()) return s;
+      other = true;
+      const auto events = entry.accountant->events();
+      ledger.assign(events.begin(), events.end());
+    }
+  }
+  // Compute outside the job lock: a slow query must not hold up admission. Another
+  // accountant is the cached one (MC sample pools) brought up to date, else a new one.
+  if (other) {
+    acc = pools_.Take(key, ans.accountant);
+    if (acc == nullptr || !ExtendToLedger(*acc, ledger)) {
+      absl::StatusOr<std::unique_ptr<core::Accountant>> fresh = NewAccountant(row, ans.accountant);
+      if (!fresh.ok()) return fresh.status();
+      for (const core::MechanismEvent& ev : ledger) {
+        if (absl::Status s = (*fresh)->Compose(ev); !s.ok()) return s;
       }
-      acc = std::move(*other);
+      acc = std::move(*fresh);
     }
   }
-  // Compute outside the job lock: a slow query must not hold up admission.
-  if (acc) {
-    if (query.delta) {
-      absl::StatusOr<core::EpsilonBound> b = acc->EpsilonForDelta(*query.delta);
-      if (!b.ok()) return b.status();
-      ans.epsilon = *b;
-    } else {
-      absl::StatusOr<core::DeltaBound> b = acc->DeltaForEpsilon(*query.epsilon);
-      if (!b.ok()) return b.status();
-      ans.delta = *b;
-    }
+  absl::Status status;
+  if (acc && query.delta) {
+    absl::StatusOr<core::EpsilonBound> b = acc->EpsilonForDelta(*query.delta);
+    if (b.ok()) ans.epsilon = *b;
+    status = b.status();
+  } else if (acc) {
+    absl::StatusOr<core::DeltaBound> b = acc->DeltaForEpsilon(*query.epsilon);
+    if (b.ok()) ans.delta = *b;
+    status = b.status();
   }
+  if (other) pools_.Put(key, std::move(acc));
+  if (!status.ok()) return status;
   if (absl::Status s = WaitTail(tail); !s.ok()) return s;
   return ans;
 }

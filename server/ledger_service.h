@@ -43,6 +43,7 @@
 #include "server/committer.h"
 #include "server/ledger_types.h"
 #include "server/metrics.h"
+#include "server/pool_cache.h"
 #include "server/store.h"
 
 namespace dpledger::server {
@@ -53,6 +54,7 @@ struct LedgerOptions {
   int max_updates_per_request = 1000;   // AppendSteps updates per request
   int max_steps_per_update = 64;        // (mechanism, count) entries per update
   int max_cached_jobs = 10000;          // accountant caches kept (LRU beyond)
+  int64_t max_pool_bytes = int64_t{1} << 30;  // MC query accountants' sample pools (LRU beyond)
   int max_admission_group = 1024;       // pipelined stream updates admitted together
   int64_t max_payload_bytes = 8 << 20;  // Release payload
   int recent_updates_window = 4096;     // per job, for retries without a store read
@@ -277,6 +279,7 @@ class LedgerService {
   LedgerOptions options_;
   Metrics* metrics_;
   Committer committer_;
+  PoolCache pools_;  // query accountants with sample pools, by (job, accountant)
 
   std::mutex cache_mu_;
   std::map<JobKey, EntryPtr> cache_;

@@ -522,5 +522,53 @@ TEST_F(LedgerServiceTest, EvictedJobsAreRebuiltWithTheSameAnswers) {
   EXPECT_THAT(metrics_.Serialize(), ::testing::ContainsRegex("dpledger_pool_rebuilds_total ([6-9]|[1-9][0-9])"));
 }
 
+// Monte Carlo Spent queries keep the job's sample pools between queries (within
+// max_pool_bytes, LRU) and extend them as the ledger grows; a pool built in one go, or
+// rebuilt after eviction, holds the same paths, so every answer is bit-identical.
+TEST_F(LedgerServiceTest, McQueriesReuseSamplePoolsWithinTheByteCapAndRebuildThemIdentically) {
+  auto create = [&](const std::string& id) {
+    JobSpec spec{.job_id = id, .budget_epsilon = 10, .budget_delta = kDelta,
+                 .mc_seed = 7, .mc_num_samples = 20000};
+    ASSERT_THAT(service_->CreateJob(Caller::Insecure(), spec).status(), IsOk());
+  };
+  const SpentQuery at05{.epsilon = 0.5, .accountant = "mc"};
+  auto delta = [&](const std::string& id) {
+    absl::StatusOr<SpentAnswer> a = service_->Spent(Caller::Insecure(), "", id, at05);
+    DPL_CHECK_OK(a.status());
+    return *a->delta;
+  };
+  // One SMC pool of 20,000 paths (pure Gaussian: symmetric, one direction): 160 kB
+  // of path state; the cap holds one such pool, not two.
+  options_.max_pool_bytes = 250'000;
+  Restart();
+  create("a");
+  create("b");
+  ASSERT_THAT(Append(Upd(1, 10, 4), "a"), IsOk());
+  ASSERT_THAT(Append(Upd(1, 10, 10), "b"), IsOk());
+  delta("a");  // builds a's pool over 4 steps
+  ASSERT_THAT(Append(Upd(2, 10, 6), "a"), IsOk());
+  const core::DeltaBound extended = delta("a");  // extends it by 6 steps
+  EXPECT_THAT(metrics_.Serialize(), ::testing::ContainsRegex("dpledger_pool_bytes 16[0-9]{4}\\b"));
+  const core::DeltaBound b = delta("b");  // evicts a's pool
+  EXPECT_THAT(metrics_.Serialize(), HasSubstr("dpledger_pool_evictions_total 1\n"));
+  const core::DeltaBound rebuilt = delta("a");
+  EXPECT_THAT(metrics_.Serialize(), HasSubstr("dpledger_pool_evictions_total 2\n"));
+  // Same ledger (10 steps of sigma 10), same seed: the same paths whichever way built.
+  EXPECT_EQ(extended.estimate, b.estimate);
+  EXPECT_EQ(rebuilt.estimate, b.estimate);
+  EXPECT_EQ(rebuilt.upper, extended.upper);
+  // And the estimate's 95% interval holds the closed form (fixed seed: deterministic).
+  EXPECT_EQ(b.guarantee, core::Guarantee::kEstimate);
+  EXPECT_LE(b.lower, kDelta10At05);
+  EXPECT_GE(b.upper, kDelta10At05);
+  EXPECT_NEAR(b.estimate, kDelta10At05, 0.1 * kDelta10At05);
+
+  // No cap: nothing is kept, answers are unchanged.
+  options_.max_pool_bytes = 0;
+  Restart();
+  EXPECT_EQ(delta("a").estimate, b.estimate);
+  EXPECT_THAT(metrics_.Serialize(), ::testing::ContainsRegex("dpledger_pool_bytes 0\\b"));
+}
+
 }  // namespace
 }  // namespace dpledger::server

@@ -31,6 +31,7 @@ Metrics::Metrics(MetricsOptions options)
   releases_ = &BuildCounter().Name("dpledger_releases_total").Help("Releases by outcome").Register(*registry_);
   pool_bytes_ = &BuildGauge().Name("dpledger_pool_bytes").Help("Bytes held by MC sample pools").Register(*registry_).Add({});
   pool_rebuilds_ = &BuildCounter().Name("dpledger_pool_rebuilds_total").Help("Accountant state rebuilt from the ledger").Register(*registry_).Add({});
+  pool_evictions_ = &BuildCounter().Name("dpledger_pool_evictions_total").Help("MC accountants (sample pools) evicted at the byte cap").Register(*registry_).Add({});
   backend_info_ = &BuildGauge().Name("dpledger_sample_pool_backend").Help("Sample-pool backend in use (info)").Register(*registry_);
   commit_seconds_ = &BuildHistogram().Name("dpledger_store_commit_seconds").Help("Duration of one group commit").Register(*registry_).Add({}, LatencyBuckets());
   commit_batches_ = &BuildHistogram().Name("dpledger_store_commit_batches").Help("Batches per group commit").Register(*registry_).Add({}, Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096});
@@ -62,6 +63,7 @@ void Metrics::Release(std::string_view outcome) {
 
 void Metrics::SetPoolBytes(double bytes) { pool_bytes_->Set(bytes); }
 void Metrics::PoolRebuild() { pool_rebuilds_->Increment(); }
+void Metrics::PoolEvicted() { pool_evictions_->Increment(); }
 void Metrics::SetCachedJobs(double n) { cached_jobs_->Set(n); }
 
 void Metrics::SetSamplePoolBackend(std::string_view backend) {

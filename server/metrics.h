@@ -10,6 +10,7 @@
 //   dpledger_releases_total{outcome}           counter: recorded|duplicate|failed
 //   dpledger_pool_bytes                        gauge (MC sample pools held)
 //   dpledger_pool_rebuilds_total               counter (accountant state rebuilt from the ledger)
+//   dpledger_pool_evictions_total              counter (MC accountants dropped at the byte cap)
 //   dpledger_sample_pool_backend{backend}      gauge = 1 (info)
 //   dpledger_store_commit_seconds              histogram (one group commit)
 //   dpledger_store_commit_batches              histogram (batches per group commit)
@@ -54,6 +55,7 @@ class Metrics {
   void Release(std::string_view outcome);
   void SetPoolBytes(double bytes);
   void PoolRebuild();
+  void PoolEvicted();
   void SetSamplePoolBackend(std::string_view backend);
   void StoreCommit(double seconds, size_t batches);
   void JobEpsilonSpent(const std::string& job, double epsilon);
@@ -74,6 +76,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* releases_;
   prometheus::Gauge* pool_bytes_;
   prometheus::Counter* pool_rebuilds_;
+  prometheus::Counter* pool_evictions_;
   prometheus::Family<prometheus::Gauge>* backend_info_;
   prometheus::Histogram* commit_seconds_;
   prometheus::Histogram* commit_batches_;

@@ -49,6 +49,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     }
   }
 
+  if (options.ledger.max_pool_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "max_pool_bytes must be >= 0, got %d", options.ledger.max_pool_bytes));
+  }
+
   // Security settings first: refuse to start half-configured.
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (options.insecure) {

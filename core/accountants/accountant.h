@@ -7,6 +7,7 @@
 // (the server holds one per job under the job's lock). Queries may fill caches.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -76,6 +77,10 @@ class Accountant {
   // accountant's sample count, backend and relative standard error). Empty by
   // default; never part of the answer itself.
   virtual std::vector<AnswerDiagnostic> LastDiagnostics() const { return {}; }
+
+  // Bytes held in caches that are worth keeping between queries (the MC
+  // accountant's sample pools); 0 for accountants whose state is cheap to rebuild.
+  virtual size_t CacheBytes() const { return 0; }
 
   // The ledger: consecutive events with the same mechanism are merged.
   std::span<const MechanismEvent> events() const { return events_; }

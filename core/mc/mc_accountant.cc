@@ -24,6 +24,11 @@ class McAccountant final : public Accountant {
 
   std::string_view Name() const override { return "mc"; }
   std::vector<AnswerDiagnostic> LastDiagnostics() const override { return diagnostics_; }
+  size_t CacheBytes() const override {
+    size_t b = 0;
+    for (const PoolSlot* s : {&remove_, &add_}) b += s->pool ? s->pool->MemoryBytes() : 0;
+    return b;
+  }
 
   std::unique_ptr<Accountant> Clone() const override {
     // Pools are caches: the clone rebuilds them from (seed, ledger) on demand,
