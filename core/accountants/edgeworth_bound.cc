@@ -50,6 +50,12 @@ double E1(double e) {
   return std::exp(e * e * (1.0 / 6 + 2 * P1(e) / d));
 }
 
+// e3 of the i.i.d. variant (S4.2).
+double E3(double e) {
+  const double d = (1 - 3 * e) * (1 - 3 * e);
+  return std::exp(e * e / 6 + e * e / (4 * d));
+}
+
 // The part common to both variants: 0.1995 K3t/sqrt(n) + (...)/n.
 double Main(const BoundInputs& in, double e) {
   const double d = (1 - 3 * e) * (1 - 3 * e);
@@ -88,35 +94,44 @@ BoundInputs BoundSums::Inputs() const {
   return in;
 }
 
-BoundParts DggBoundInidParts(const BoundInputs& in, double e) {
+DggIntermediates DggBoundIntermediates(const BoundInputs& in, double e) {
   const double n = in.n, k4n = in.k4 / n, lam = std::fabs(in.lambda3);
   const double d = (1 - 3 * e) * (1 - 3 * e);
-  const double c = 1.0 / 24 + P1(e) / (2 * d), den = d * kPi, e1 = E1(e);
+  DggIntermediates r;
+  r.p1 = P1(e);
+  r.e1 = E1(e);
+  r.e3 = E3(e);
+  const double c = 1.0 / 24 + r.p1 / (2 * d), den = d * kPi;
   // Rbar: the last integral of (E.1) in closed form (S4.2).
-  const double rbar = kCPsi / (48 * den) * std::pow(k4n, 1.5) * 8 * Gamma(4) +
-                      kCPsi / (1152 * den) * k4n * k4n * 16 * Gamma(5) +
-                      kCPsi / (12 * den) * std::pow(k4n, 1.25) * std::pow(2, 2.5) * Gamma(3.5) +
-                      kCPsi / (72 * den) * std::pow(k4n, 1.5) * 8 * Gamma(4) +
-                      kCPsi / (144 * den) * std::pow(k4n, 1.75) * std::pow(2, 3.5) * Gamma(4.5) +
-                      kCPsi * e1 / (2 * kPi) * k4n * k4n * c * c * 16 * Gamma(5) +
-                      kCPsi * e1 / (6 * kPi) * lam * in.k4 / std::pow(n, 1.5) * c * 16 * Gamma(5);
+  r.rbar = kCPsi / (48 * den) * std::pow(k4n, 1.5) * 8 * Gamma(4) +
+           kCPsi / (1152 * den) * k4n * k4n * 16 * Gamma(5) +
+           kCPsi / (12 * den) * std::pow(k4n, 1.25) * std::pow(2, 2.5) * Gamma(3.5) +
+           kCPsi / (72 * den) * std::pow(k4n, 1.5) * 8 * Gamma(4) +
+           kCPsi / (144 * den) * std::pow(k4n, 1.75) * std::pow(2, 3.5) * Gamma(4.5) +
+           kCPsi * r.e1 / (2 * kPi) * k4n * k4n * c * c * 16 * Gamma(5) +
+           kCPsi * r.e1 / (6 * kPi) * lam * in.k4 / std::pow(n, 1.5) * c * 16 * Gamma(5);
   const double dd = (1 - 4 * kChi1 - std::sqrt(k4n)) / 2;
-  const double u = 2 * std::sqrt(n) / in.k3_tilde;
-  const double l = std::sqrt(2 * e) * std::pow(n / in.k4, 0.25);
-  const double lg = std::min(l, u);
-  double curly;
+  r.u = 2 * std::sqrt(n) / in.k3_tilde;
+  r.lg = std::min(std::sqrt(2 * e) * std::pow(n / in.k4, 0.25), r.u);
   if (dd == 0) {
-    curly = std::max(0.0, (u * u * u - lg * lg * lg) / 3);
+    r.curly = std::max(0.0, (r.u * r.u * r.u - r.lg * r.lg * r.lg) / 3);
   } else {
     // D < 0 (n below ~2.75 K4) makes this grow like e^{|D| U^2}: the i.n.i.d.
     // remainder explodes there (S4.2), and +inf is the honest value.
-    curly = 0.5 * std::pow(std::fabs(dd), -1.5) *
-            std::fabs(LowerGammaThreeHalvesExt(dd * u * u) - LowerGammaThreeHalvesExt(dd * lg * lg));
+    r.curly = 0.5 * std::pow(std::fabs(dd), -1.5) *
+              std::fabs(LowerGammaThreeHalvesExt(dd * r.u * r.u) -
+                        LowerGammaThreeHalvesExt(dd * r.lg * r.lg));
   }
+  return r;
+}
+
+BoundParts DggBoundInidParts(const BoundInputs& in, double e) {
+  const double n = in.n, lam = std::fabs(in.lambda3);
+  const DggIntermediates r = DggBoundIntermediates(in, e);
   BoundParts p;
   p.main = Main(in, e);
-  p.skew = (0.054 * lam * in.k3_tilde + 0.037 * e1 * in.lambda3 * in.lambda3) / n;
-  p.r1 = SharedR1(in, lg, u) + rbar + kCPsi * in.k3 * curly / (6 * kPi * std::sqrt(n));
+  p.skew = (0.054 * lam * in.k3_tilde + 0.037 * r.e1 * in.lambda3 * in.lambda3) / n;
+  p.r1 = SharedR1(in, r.lg, r.u) + r.rbar + kCPsi * in.k3 * r.curly / (6 * kPi * std::sqrt(n));
   if (std::isnan(p.r1)) p.r1 = kInf;
   return p;
 }
@@ -132,7 +147,7 @@ double DggBoundIid(const BoundInputs& in, double e) {
                     16 * std::sqrt(2.0) * std::pow(k4, 0.25) * lam * std::pow(e, 1.5) /
                         std::pow(n, 0.75);
   const double e2 = std::exp(e * e * (1.0 / 6 + 1 / (2 * d) + 2 * p2 / (576 * d)));
-  const double e3 = std::exp(e * e / 6 + e * e / (4 * d));
+  const double e3 = E3(e);
   const double den = 2 * d * kPi;
   const double br = k4 / 12 + 1 / (4 * d) + p2 / (576 * d);
   const double rbar = kCPsi / den * lam / (6 * std::pow(n, 1.5)) * std::sqrt(2.0) * Gamma(1.5) +

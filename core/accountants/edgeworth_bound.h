@@ -40,6 +40,13 @@ struct BoundParts {
 };
 BoundParts DggBoundInidParts(const BoundInputs& in, double e = kDggParameter);
 
+// Named intermediate quantities of S4.2 (tabulated in TV-E): P1(e), e1(e), the
+// i.i.d. e3(e), the closed-form Rbar and the i.n.i.d. curly term, with U and Lg.
+struct DggIntermediates {
+  double p1 = 0, e1 = 0, e3 = 0, rbar = 0, curly = 0, u = 0, lg = 0;
+};
+DggIntermediates DggBoundIntermediates(const BoundInputs& in, double e = kDggParameter);
+
 // i.n.i.d. bound (valid for any ledger) and i.i.d. bound (valid only when every
 // step has the same law). Both O(1/sqrt(n)); +inf where not computable.
 double DggBoundInid(const BoundInputs& in, double e = kDggParameter);

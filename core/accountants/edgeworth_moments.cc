@@ -53,28 +53,44 @@ void ForEachNode(const std::vector<double>& breaks, double per_unit, F&& f) {
   }
 }
 
+// Neumaier's compensated sum: the quadrature sums run over thousands of terms of
+// both signs (E[l] is O(p^2) from O(p) terms, E[mu eta] = 0 at p = 1), and plain
+// accumulation loses ~1e-13 relative of the mean there (TV-A's p = 1 check).
+class CompensatedSum {
+ public:
+  void Add(double x) {
+    const double t = sum_ + x;
+    comp_ += std::fabs(sum_) >= std::fabs(x) ? (sum_ - t) + x : (x - t) + sum_;
+    sum_ = t;
+  }
+  double value() const { return sum_ + comp_; }
+
+ private:
+  double sum_ = 0, comp_ = 0;
+};
+
 // Central moments of a weighted point set about `mean`, computed directly (never
 // from raw moments, S2.4 step 4).
 struct Central {
   double mu2 = 0, mu3 = 0, mu4 = 0, mu5 = 0;
 };
 Central CentralMoments(const WeightedPoints& pts, double mean) {
-  Central c;
+  CompensatedSum mu2, mu3, mu4, mu5;
   for (size_t i = 0; i < pts.value.size(); ++i) {
     const double d = pts.value[i] - mean, w = pts.weight[i];
     const double d2 = d * d;
-    c.mu2 += w * d2;
-    c.mu3 += w * d2 * d;
-    c.mu4 += w * d2 * d2;
-    c.mu5 += w * d2 * d2 * d;
+    mu2.Add(w * d2);
+    mu3.Add(w * d2 * d);
+    mu4.Add(w * d2 * d2);
+    mu5.Add(w * d2 * d2 * d);
   }
-  return c;
+  return {mu2.value(), mu3.value(), mu4.value(), mu5.value()};
 }
 
 double Mean(const WeightedPoints& pts) {
-  double s = 0;
-  for (size_t i = 0; i < pts.value.size(); ++i) s += pts.weight[i] * pts.value[i];
-  return s;
+  CompensatedSum s;
+  for (size_t i = 0; i < pts.value.size(); ++i) s.Add(pts.weight[i] * pts.value[i]);
+  return s.value();
 }
 
 // Fills the record from the mean, the central moments and the absolute moments
@@ -87,11 +103,14 @@ PllrMoments Record(double mean, const Central& c, const WeightedPoints& kinked) 
   m.k4 = c.mu4 - 3 * c.mu2 * c.mu2;
   m.k5 = c.mu5 - 10 * c.mu3 * c.mu2;
   m.mu4 = c.mu4;
+  CompensatedSum abs1, abs3;
   for (size_t i = 0; i < kinked.value.size(); ++i) {
     const double a = std::fabs(kinked.value[i] - mean), w = kinked.weight[i];
-    m.abs1 += w * a;
-    m.abs3 += w * a * a * a;
+    abs1.Add(w * a);
+    abs3.Add(w * a * a * a);
   }
+  m.abs1 = abs1.value();
+  m.abs3 = abs3.value();
   return m;
 }
 
@@ -161,14 +180,14 @@ double Log1pMinusX(double v) {
 // [-16, 16] and p e^u small on the bulk, so it is used for mu <= 2 only.
 double SgMean(double p, double mu, bool under_q) {
   const bool compensate = p < 1 && mu <= 2;
-  double unshifted = 0, shifted = 0;
+  CompensatedSum unshifted, shifted;
   ForEachNode({-kZMax, kZMax}, kPanelsPerUnit, [&](double x, double w) {
     const double l = compensate ? Log1pMinusX(p * std::expm1(mu * x - 0.5 * mu * mu))
                                 : SgLoss(x, p, mu);
-    unshifted += w * NormalPdf(x) * l;
-    if (under_q) shifted += w * NormalPdf(x) * SgLoss(x + mu, p, mu);
+    unshifted.Add(w * NormalPdf(x) * l);
+    if (under_q) shifted.Add(w * NormalPdf(x) * SgLoss(x + mu, p, mu));
   });
-  return under_q ? (1 - p) * unshifted + p * shifted : unshifted;
+  return under_q ? (1 - p) * unshifted.value() + p * shifted.value() : unshifted.value();
 }
 
 // --- (Subsampled) Laplace (S2.2). ---

@@ -40,7 +40,8 @@ PllrPair GaussianPllrPair(double mu);
 // Poisson-subsampled Gaussian, rate p in (0, 1], mu > 0 (S2.3), by the
 // quadrature recipe of S2.4: the law of l = log(dQ_p/dP) under P = N(0,1)
 // (under_q = false) or under Q_p = (1-p)N(0,1) + pN(mu,1) (under_q = true).
-// Accuracy ~1e-15 relative for k2..k5, abs1, abs3, mu4; ~1e-16/p for k1 (S2.4).
+// Accuracy ~1e-15 relative for every field (compensated sums; k1 by S2.4's
+// optional compensated integrand for mu <= 2, else ~1e-16/p as in S2.4).
 PllrMoments SubsampledGaussianMoments(double p, double mu, bool under_q);
 
 // (Subsampled) Laplace, rate p in (0, 1], mu = sensitivity / scale > 0 (S2.2):

@@ -85,12 +85,14 @@ absl::StatusOr<SubsampledGaussianTailConstants> TheoremFourFiveConstants(double 
   c.eta = -(c.mean_x + ExcessOf(c.a, p, mu));
   const double range = LossOf(c.a, p, mu) + mu * (c.a_plus - c.a) - std::log1p(-p);
   c.sigma_a2 = range * range / 4;
-  // Lemma D.2 with the sign fixed (S10): the ratio is < 1 for every a > 0.
-  const double ratio = (c.a_plus - c.a) * (c.a_plus - c.a) /
-                       (-2 * std::log(NormalCdf(c.a_plus) - NormalCdf(c.a)));
-  c.sigma_b2 = mu * mu * std::max(1.0, ratio);
+  c.sigma_b2 = mu * mu * std::max(1.0, TruncationVarianceRatio(c.a));
   c.tau2 = std::max(c.sigma_a2, c.sigma_b2);
   return c;
+}
+
+double TruncationVarianceRatio(double a) {
+  const double a_plus = NormalPdf(a) / NormalSf(a);
+  return (a_plus - a) * (a_plus - a) / (-2 * std::log(NormalCdf(a_plus) - NormalCdf(a)));
 }
 
 double TheoremFourFiveTail(double epsilon, double m, const SubsampledGaussianTailConstants& c) {

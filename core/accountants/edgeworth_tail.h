@@ -26,6 +26,11 @@ struct SubsampledGaussianTailConstants {
 absl::StatusOr<SubsampledGaussianTailConstants> TheoremFourFiveConstants(double sampling_rate,
                                                                          double sigma);
 
+// Step 6's ratio (a+ - a)^2 / (-2 log(Phi(a+) - Phi(a))) with a+ = phi(a)/(1 - Phi(a)),
+// for a > 0 (Lemma D.2 with the sign fixed, S10; the paper's Fig. 6). It is < 1,
+// so sigma_B^2 = mu^2.
+double TruncationVarianceRatio(double a);
+
 // Step 8: min(1, 2 exp(-(eps + m eta)^2 / (8 m tau^2))), 1 when eps + m eta <= 0.
 double TheoremFourFiveTail(double epsilon, double num_steps,
                            const SubsampledGaussianTailConstants& c);
