@@ -290,19 +290,25 @@ class McAccountant final : public Accountant {
       auto pool = Pool(add, tilt);
       if (!pool.ok()) return pool.status();
       PoolSlot& slot = add ? add_ : remove_;
+      // Re-tilt as soon as the answer is >10% from the tilt, before growing: the
+      // growth is only worth paying for at the tilt that is kept.
+      auto retilt = [&](const PoolEpsilonEstimate& e) {
+        return is && options_.target_epsilon == 0 && round < 3 && e.epsilon > 0 &&
+               std::fabs(e.epsilon - tilt) > 0.1 * e.epsilon &&
+               !(options_.max_seconds > 0 && 2 * Elapsed() > options_.max_seconds);
+      };
       absl::StatusOr<PoolEpsilonEstimate> r;
       while (true) {
         r = PoolEpsilonForDelta(**pool, delta, d, slot.last_epsilon, options_.confidence_z);
         if (!r.ok()) return r.status();
         slot.last_epsilon = r->epsilon;
-        if (r->epsilon == 0 || Enough(r->at_epsilon, delta) || !CanGrow(**pool)) break;
+        if (r->epsilon == 0 || Enough(r->at_epsilon, delta) || retilt(*r) || !CanGrow(**pool)) {
+          break;
+        }
         const int64_t m = std::min(2 * (*pool)->num_paths(), options_.max_samples);
         if (absl::Status s = (*pool)->Grow(m); !s.ok()) return s;
       }
-      const bool retilt = is && options_.target_epsilon == 0 && round < 3 && r->epsilon > 0 &&
-                          std::fabs(r->epsilon - tilt) > 0.1 * r->epsilon &&
-                          !(options_.max_seconds > 0 && 2 * Elapsed() > options_.max_seconds);
-      if (!retilt) {
+      if (!retilt(*r)) {
         Note(add, **pool, r->at_epsilon, r->epsilon == 0 || Enough(r->at_epsilon, delta));
         return r;
       }

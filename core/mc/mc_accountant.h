@@ -20,7 +20,8 @@
 // target_epsilon) (best for online accounting at a known epsilon). 0 tunes it per
 // query: delta(eps) tilts at eps; epsilon(delta) starts at an RDP upper bound
 // (Chernoff on the exact CGF) and re-tilts at its own answer while that moves
-// by more than 10% (at most 3 times); a pool is rebuilt only when its tilt
+// by more than 10% (at most 3 times), deciding that on the starting pool size
+// so that only the kept tilt's pool grows; a pool is rebuilt only when its tilt
 // changes.
 //
 // Thread safety: not thread-safe (pools are caches filled by const queries).
