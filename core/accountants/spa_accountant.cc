@@ -100,9 +100,10 @@ absl::StatusOr<std::unique_ptr<Accountant>> CreateSpaAccountant(const SpaOptions
     case SpaEstimator::kClt:
     case SpaEstimator::kMsd0:
     case SpaEstimator::kMsd1:
+    case SpaEstimator::kEw2:
       return std::make_unique<SpaAccountant>(options);
   }
-  return absl::InvalidArgumentError(absl::StrFormat("estimator must be clt, msd0 or msd1, got %d",
+  return absl::InvalidArgumentError(absl::StrFormat("estimator must be clt, msd0, msd1 or ew2, got %d",
                                                     static_cast<int>(options.estimator)));
 }
 

@@ -11,8 +11,8 @@
 //    interval around SP-CLT (spa.md 5.1-5.2), capped by the moments-accountant
 //    bound (43) and delta <= 1 - e^{eps - ess sup}, with floating-point margins;
 //    for epsilon, the inversion of spa.md 5.4. Budgets are charged with `upper`.
-//  - estimate: SP-CLT by default (SpaOptions::estimator), no guarantee; clamped
-//    into [lower, upper] since the truth lies there.
+//  - estimate: SP-CLT by default (SpaOptions::estimator: SP-CLT, SP-MSD0, SP-MSD1
+//    or SP-EW2), no guarantee; clamped into [lower, upper] since the truth lies there.
 // The certification rests on the cumulant quadrature of Plrv::Tilted being as
 // accurate as measured (spa_cgf_test.cc; margins eta = 1e-8 on delta, eta_P = 1e-6
 // on P_t). Tilts beyond kSpaMaxTilt = 1e4 are not evaluated: there only the

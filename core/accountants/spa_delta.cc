@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_format.h"
+#include "core/accountants/spa_ew2.h"
 #include "core/accountants/spa_ma_bound.h"
 #include "core/accountants/spa_mills.h"
 #include "core/accountants/spa_tilt_solver.h"
@@ -52,6 +53,9 @@ double SpaDeltaPoint::LogEstimate(SpaEstimator estimator) const {
       // The factor tends to 11/12 as t0 -> 0 (spa.md 4.2) but the higher-order
       // terms can blow up at large tilts; a non-positive factor is no estimate.
       return msd1_factor > 0 ? log_msd0 + std::log(msd1_factor) : log_clt;
+    case SpaEstimator::kEw2:
+      // Like MSD1, the Edgeworth terms can outweigh the Gaussian one at large tilts.
+      return ew2_factor > 0 ? log_clt + std::log(ew2_factor) : log_clt;
   }
   return log_clt;
 }
@@ -92,7 +96,7 @@ absl::StatusOr<SpaDeltaPoint> EvaluateSpaDelta(const SpaLedgerCgf& cgf, double e
     p.log_upper = std::min(caps->log_cap + p.log_margin, 0.0);
     p.log_lower = -kInf;
     p.log_clt = p.log_msd0 = p.log_upper;
-    p.msd1_factor = 1;
+    p.msd1_factor = p.ew2_factor = 1;
     return p;
   }
 
@@ -107,6 +111,12 @@ absl::StatusOr<SpaDeltaPoint> EvaluateSpaDelta(const SpaLedgerCgf& cgf, double e
   const double s = std::sqrt(c.k2);
   const double gamma = (c.k1 - epsilon) / s;
   p.log_clt = base + LogGaussianThetaMean(t, s, gamma);
+  // SP-EW2 (spa.md 4.4): normalised third and fourth cumulants of the tilted law.
+  // It is computed whatever the chosen estimator, so a non-finite factor (huge
+  // normalised cumulants of a nearly degenerate law) must not fail the query: it
+  // becomes "no EW2 estimate" (0), which LogEstimate answers with SP-CLT.
+  p.ew2_factor = SpaEw2Factor(t, s, gamma, c.k3 / (s * s * s), c.k4 / (c.k2 * c.k2));
+  if (!std::isfinite(p.ew2_factor)) p.ew2_factor = 0;
 
   // err_SP (spa.md 5.1): exp(K - t eps) theta_max(t) 1.12 P_t / K''^{3/2}.
   p.log_err =

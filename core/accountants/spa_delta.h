@@ -1,6 +1,6 @@
 // delta(eps) by the saddle-point accountant for the composed ledger of ONE
 // neighbouring direction (spa.md 3-5): the saddle point t0, the estimates SP-CLT,
-// SP-MSD0 and SP-MSD1 at t0, the Berry-Esseen error bound err_SP (Theorem 5) and
+// SP-MSD0, SP-MSD1 and SP-EW2 at t0, the Berry-Esseen error bound err_SP (Theorem 5) and
 // the certified interval of spa.md 5.2, capped by the moments-accountant bound (43)
 // and by the elementary bound delta <= 1 - e^{eps - ess sup}.
 //
@@ -17,6 +17,7 @@ enum class SpaEstimator {
   kClt,   // SP-CLT (spa.md 4.3): exact for Gaussian PLRVs; the default (spa.md 4.5)
   kMsd0,  // SP-MSD0 (spa.md 4.1)
   kMsd1,  // SP-MSD0 with the O(1/n) Daniels correction (spa.md 4.2)
+  kEw2,   // SP-CLT with the second-order Edgeworth correction (spa.md 4.4)
 };
 
 // Berry-Esseen constant per interval, 2 * 0.56 (Shevtsova 2010; spa.md 5.1, 10 item 8).
@@ -41,13 +42,15 @@ struct SpaDeltaPoint {
   double log_err = 0;      // err_SP (without eta_P)
   double log_msd0 = 0;     // SP-MSD0
   double msd1_factor = 0;  // SP-MSD1 = SP-MSD0 * msd1_factor (may be <= 0)
+  double ew2_factor = 0;   // SP-EW2 = SP-CLT * ew2_factor (may be <= 0; spa_ew2.h)
   double log_ma_ref = 0;   // (43) at its minimiser; +inf when not computed
   // log of the margin factor on the upper bound: log(1 + eta) + the modelled
   // error of K_tot (SpaCumulants::k_abs_error); the lower bound uses
   // log(1 - eta) - that error.
   double log_margin = 0;
   double log_lower = 0, log_upper = 0;  // certified
-  // log of the chosen estimate; SP-CLT when SP-MSD1's factor is not positive.
+  // log of the chosen estimate; SP-CLT when SP-MSD1's or SP-EW2's factor is not
+  // positive (the corrected series is then no probability).
   double LogEstimate(SpaEstimator estimator) const;
 };
 

@@ -1,0 +1,91 @@
+// SP-EW2's building blocks (spa.md 4.4) against 40-digit references, and the
+// identities it must keep. The spec's SP-EW2 columns (9.3, 9.4, 9.6) are asserted
+// with the other estimators in spa_delta_test.cc and spa_epsilon_test.cc.
+#include "core/accountants/spa_ew2.h"
+
+#include <cmath>
+#include <vector>
+
+#include "core/accountants/analytic_gaussian.h"
+#include "core/accountants/spa_delta.h"
+#include "core/accountants/spa_ledger_cgf.h"
+#include "core/accountants/spa_mills.h"
+#include "core/plrv/plrv.h"
+#include "gtest/gtest.h"
+
+namespace dpledger::core {
+namespace {
+
+// The composite Gauss-Legendre rule and the recursion are exact to rounding; the
+// recursion for x < 0 sums positive terms, so a few ulps per step.
+constexpr double kIntegralTol = 1e-14;
+
+TEST(SpaEw2, TiltIntegralsMatch40DigitQuadrature) {
+  // I_j(x) e^{-x^2/2 [x < 0]} = int_0^inf v^j e^{-x v - v^2/2} dv (scaled), by
+  // mpmath.quad at 40 digits.
+  struct Row {
+    double x;
+    std::vector<double> scaled;
+  };
+  const std::vector<Row> rows = {
+      {-20.0, {2.5066282746310005, 50.13256549262001, 1005.1579381270312, 20203.423893525864,
+               407083.95168489837, 8222492.7292720709, 166485274.34386591}},
+      {-1.0, {2.1089385292076491, 2.7154691889202825, 4.8244077181279315, 10.255346095968496,
+              24.728569250352291, 65.749953634226277, 189.39279988598773}},
+      {0.0, {1.2533141373155003, 1.0, 1.2533141373155003, 2.0, 3.7599424119465008, 8.0,
+             18.799712059732504}},
+      {0.7, {0.77489384877939063, 0.45757430585442656, 0.45459183468129203, 0.5969343274319487,
+             0.94592147484151201, 1.7255922773387364, 3.5216927800704446}},
+      {2.0, {0.42136922928805447, 0.15726154142389105, 0.10684614644027237, 0.10083078996723737,
+             0.11887685938634235, 0.1655694410962648, 0.26324541473918214}},
+      {2.5, {0.35426511132979367, 0.11433722167551583, 0.068422057141004084,
+             0.057619300498521456, 0.061217920176708614, 0.077432401552314289,
+             0.11250859700275735}},
+      {9.0, {0.10978728257830829, 0.011914456795225379, 0.0025571714212798809,
+             0.00081437079893182964, 0.000342177073453176, 0.00017788953464873458,
+             0.00010987955542726876}},
+      {150.0, {0.0066663704098677668, 4.4438519834981417e-5, 5.9243462055429228e-7,
+               1.1846586818991564e-8, 3.1583881414220091e-10, 1.0525154636120126e-11,
+               4.2087529298570593e-13}},
+  };
+  for (const Row& r : rows) {
+    const SpaTiltIntegrals in = SpaTiltIntegralsAt(r.x);
+    EXPECT_EQ(in.log_scale, r.x < 0 ? 0.5 * r.x * r.x : 0.0) << r.x;
+    for (int j = 0; j <= 6; ++j) {
+      EXPECT_NEAR(in.value[j], r.scaled[j], kIntegralTol * r.scaled[j]) << r.x << " j=" << j;
+    }
+    // I_0 is the Mills ratio.
+    EXPECT_NEAR(std::log(in.value[0]) + in.log_scale, LogMillsRatio(r.x),
+                kIntegralTol * (1 + std::fabs(LogMillsRatio(r.x))))
+        << r.x;
+  }
+}
+
+TEST(SpaEw2, TiltIntegralsAreContinuousWhereTheMethodSwitches) {
+  // Recursion below 0, quadrature from 0 up. I_j moves by -x I_{j+1} ~ 2e-14 here.
+  const SpaTiltIntegrals below = SpaTiltIntegralsAt(-1e-15), above = SpaTiltIntegralsAt(0.0);
+  for (int j = 0; j <= 6; ++j) {
+    EXPECT_NEAR(below.value[j], above.value[j], 1e-13 * above.value[j]) << j;
+  }
+}
+
+TEST(SpaEw2, VanishingCumulantsGiveSpCltExactly) {
+  // l3 = l4 = 0 leaves only I_0: the factor is exactly 1 (spa.md 4.4), for any
+  // sign of the Mills-ratio arguments.
+  for (double gamma : {-3.0, 0.1, 5.0}) {
+    EXPECT_EQ(SpaEw2Factor(2.0, 0.7, gamma, 0, 0), 1) << gamma;
+    EXPECT_EQ(SpaEw2Factor(0.01, 30.0, gamma, 0, 0), 1) << gamma;
+  }
+  // So SP-EW2 is exact for a Gaussian ledger, like SP-CLT (spa.md 4.5).
+  SpaLedgerCgf cgf(Direction::kRemove);
+  cgf.SetLedger(std::vector<MechanismEvent>{{*Mechanism::Gaussian(5), 100}});
+  for (double eps : {6.0, 12.0}) {
+    absl::StatusOr<SpaDeltaPoint> p = EvaluateSpaDelta(cgf, eps);
+    ASSERT_TRUE(p.ok());
+    const double exact = GaussianLogDelta(2, eps);
+    EXPECT_NEAR(p->LogEstimate(SpaEstimator::kEw2), exact, 1e-12 * std::fabs(exact)) << eps;
+  }
+}
+
+}  // namespace
+}  // namespace dpledger::core
