@@ -103,8 +103,8 @@ absl::StatusOr<std::unique_ptr<Accountant>> CreateSpaAccountant(const SpaOptions
     case SpaEstimator::kEw2:
       return std::make_unique<SpaAccountant>(options);
   }
-  return absl::InvalidArgumentError(absl::StrFormat("estimator must be clt, msd0, msd1 or ew2, got %d",
-                                                    static_cast<int>(options.estimator)));
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "estimator must be clt, msd0, msd1 or ew2, got %d", static_cast<int>(options.estimator)));
 }
 
 }  // namespace dpledger::core

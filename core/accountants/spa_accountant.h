@@ -13,6 +13,12 @@
 //    for epsilon, the inversion of spa.md 5.4. Budgets are charged with `upper`.
 //  - estimate: SP-CLT by default (SpaOptions::estimator: SP-CLT, SP-MSD0, SP-MSD1
 //    or SP-EW2), no guarantee; clamped into [lower, upper] since the truth lies there.
+//    Every variant assumes the tilted composed loss is nearly Gaussian. With Poisson
+//    subsampling at small q the saddle point sits where only a few sampled steps
+//    carry the tilted mass, and all are far off: sigma = 1, q = 1e-3, 1e4 steps,
+//    delta = 1e-9 gives 1.264 against a true 0.766 (spa_delta_test.cc,
+//    SmallSamplingRateRows). There err_SP exceeds SP-CLT, so lower is 0 in delta:
+//    the interval says the estimate is uninformative (spa.md 10 item 7).
 // The certification rests on the cumulant quadrature of Plrv::Tilted being as
 // accurate as measured (spa_cgf_test.cc; margins eta = 1e-8 on delta, eta_P = 1e-6
 // on P_t). Tilts beyond kSpaMaxTilt = 1e4 are not evaluated: there only the

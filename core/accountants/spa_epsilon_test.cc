@@ -173,6 +173,69 @@ TEST(SpaEpsilon, PublishedSettingIntervalsContainTheAuthorsTruth) {
   }
 }
 
+TEST(SpaEpsilon, SmallSamplingRateEstimateMatchesIndependentSpClt) {
+  // Regression for the small-q report (sigma = 1, q = 1e-3, 1e4 steps, delta = 1e-9:
+  // estimate 1.264 against a truth of 0.766). The estimate is the root of SP-CLT =
+  // delta, and that root is right: each value below is an independent 32-digit
+  // mpmath solution of log SP-CLT(eps) = log delta (secant in eps to 1e-18, the
+  // saddle point and CGF as in spa_delta_test.cc's SmallSamplingRateRows), remove
+  // direction. The gap to the truth is SP-CLT's (see there); the certified intervals
+  // contain the truth (spa_accountant_test.cc, SmallSamplingRateIntervalsContainPldTruth).
+  // The saddle point sits just below t* = 2 log(1/q) (18.4, 13.8, 9.2) until many
+  // steps push it down, as the t0 column shows.
+  struct Row {
+    double q, delta;
+    int64_t steps;
+    double eps_clt;
+  };
+  const std::vector<Row> rows = {
+      {1e-4, 1e-5, 100, 0.242779375541093},     // t0 = 17.58
+      {1e-4, 1e-5, 1000, 0.248562290932529},    // t0 = 17.32
+      {1e-4, 1e-5, 10000, 0.256096643114357},   // t0 = 17.05
+      {1e-4, 1e-5, 100000, 0.277337061023071},  // t0 = 16.78
+      {1e-4, 1e-9, 100, 0.739966417765989},     // t0 = 17.67
+      {1e-4, 1e-9, 1000, 0.753149981500147},    // t0 = 17.42
+      {1e-4, 1e-9, 10000, 0.768504486610399},   // t0 = 17.16
+      {1e-4, 1e-9, 100000, 0.797654516444023},  // t0 = 16.88
+      {1e-4, 1e-12, 100, 1.11977548924962},     // t0 = 17.72
+      {1e-4, 1e-12, 1000, 1.13851667265483},    // t0 = 17.46
+      {1e-4, 1e-12, 10000, 1.15976150991396},   // t0 = 17.2
+      {1e-4, 1e-12, 100000, 1.19509314578704},  // t0 = 16.93
+      {1e-3, 1e-5, 100, 0.383414758642704},     // t0 = 12.78
+      {1e-3, 1e-5, 1000, 0.411644014676845},    // t0 = 12.42
+      {1e-3, 1e-5, 10000, 0.541852385828558},   // t0 = 12.01
+      {1e-3, 1e-5, 100000, 1.63697917224458},   // t0 = 9.752
+      {1e-3, 1e-9, 100, 1.0672176381451},       // t0 = 12.91
+      {1e-3, 1e-9, 1000, 1.11471547243808},     // t0 = 12.55
+      {1e-3, 1e-9, 10000, 1.26411229845373},    // t0 = 12.17
+      {1e-3, 1e-9, 100000, 2.36897471990282},   // t0 = 11.54
+      {1e-3, 1e-12, 100, 1.5871670001675},      // t0 = 12.96
+      {1e-3, 1e-12, 1000, 1.6491121379382},     // t0 = 12.61
+      {1e-3, 1e-12, 10000, 1.81432269821036},   // t0 = 12.23
+      {1e-3, 1e-12, 100000, 2.92560957688914},  // t0 = 11.71
+      {1e-2, 1e-5, 100, 0.876670609866532},     // t0 = 7.761
+      {1e-2, 1e-5, 1000, 1.80216901191175},     // t0 = 6.668
+      {1e-2, 1e-5, 10000, 6.18718986989676},    // t0 = 3.036
+      {1e-2, 1e-5, 100000, 25.5729318510703},   // t0 = 1.044
+      {1e-2, 1e-9, 100, 1.99100475260688},      // t0 = 7.976
+      {1e-2, 1e-9, 1000, 3.03333000604346},     // t0 = 7.178
+      {1e-2, 1e-9, 10000, 8.76484595673802},    // t0 = 4.053
+      {1e-2, 1e-9, 100000, 33.042035980614},    // t0 = 1.421
+      {1e-2, 1e-12, 100, 2.82887251969254},     // t0 = 8.066
+      {1e-2, 1e-12, 1000, 3.94967950622797},    // t0 = 7.339
+      {1e-2, 1e-12, 10000, 10.3458234063494},   // t0 = 4.619
+      {1e-2, 1e-12, 100000, 37.5410364391581},  // t0 = 1.646
+  };
+  for (const Row& r : rows) {
+    SpaLedgerCgf cgf(Direction::kRemove);
+    cgf.SetLedger(std::vector<MechanismEvent>{{Sg(1, r.q), r.steps}});
+    absl::StatusOr<SpaEpsilon> e = SpaEpsilonForDelta(cgf, r.delta, SpaEstimator::kClt);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_LT(Rel(e->estimate, r.eps_clt), kEstimateTol)
+        << "q=" << r.q << " delta=" << r.delta << " steps=" << r.steps;
+  }
+}
+
 TEST(SpaEpsilon, CostDoesNotGrowWithTheNumberOfSteps) {
   // spa.md 7: a query evaluates the per-step cumulants at a few hundred tilts
   // (64-point grid, warm-started Newton, three TOMS 748 refinements), whatever
