@@ -7,12 +7,13 @@
 //   BM_Limit*: the same arithmetic in a register loop with no pool, no memory
 //     and no threads: Philox alone, Philox + Box-Muller, and Philox + normal +
 //     the loss log/exp (= one SMC step). Ratio pool / limit = pool efficiency.
-//   BM_OnlineDpSgd/steps: IS pool (1e4 paths, all cores), DP-SGD sigma 1,
-//     q 1e-3; append one step, then epsilon(delta = 1e-9) warm-started from the
+//   BM_OnlineDpSgd/steps/paths: IS pool (all cores), DP-SGD sigma 1, q 1e-3;
+//     append one step, then epsilon(delta = 1e-9) warm-started from the
 //     previous answer, after every step. Reports total wall time, the largest
-//     relative gap to the PLD accountant's estimate at 10 checkpoints, and the
-//     time PLD would need to answer after every step (its query time at the
-//     checkpoints, summed over all steps by the trapezoid rule).
+//     relative gap to the PLD accountant's estimate at 10 checkpoints, the
+//     final answer's relative standard error and whether its 95% interval
+//     holds PLD's, and the time PLD would need to answer after every step (its
+//     query time at the checkpoints, summed over all steps by the trapezoid rule).
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -107,12 +108,12 @@ BENCHMARK(BM_LimitIsStep);
 void BM_OnlineDpSgd(benchmark::State& state) {
   const int64_t steps = state.range(0);
   const Mechanism m = *Mechanism::SubsampledGaussian(1.0, 1e-3);
-  double eps = 0;
+  double eps = 0, lower = 0, upper = 0, rse = 0;
   std::vector<std::pair<int64_t, double>> checkpoints;  // (steps, MC epsilon)
   for (auto _ : state) {
     SamplePoolOptions o;
     o.estimator = McEstimator::kImportanceSampling;
-    o.num_paths = 10000;
+    o.num_paths = state.range(1);
     o.seed = 2;
     o.target_epsilon = 0.75;  // theta_MM(0.75): near the final epsilon(1e-9) at 1e4 steps
     o.backend = McBackend::kAuto;
@@ -125,6 +126,9 @@ void BM_OnlineDpSgd(benchmark::State& state) {
       auto e = PoolEpsilonForDelta(**pool, 1e-9, Direction::kRemove, last);
       if (!e.ok()) state.SkipWithError("epsilon failed");
       last = e->epsilon;
+      lower = e->lower;
+      upper = e->upper;
+      rse = e->at_epsilon.relative_std_error;
       evaluations += e->evaluations;
       if (n % (steps / 10) == 0) checkpoints.push_back({n, last});
     }
@@ -133,6 +137,7 @@ void BM_OnlineDpSgd(benchmark::State& state) {
     state.SetLabel((*pool)->Backend() == "cuda" ? "cuda" : "cpu");
   }
   state.counters["final_epsilon"] = eps;
+  state.counters["final_rel_std_error"] = rse;
   // Outside the timed loop: PLD at each checkpoint, for accuracy and cost.
   double max_gap = 0, pld_seconds = 0, prev_seconds = 0;
   int64_t prev_n = 0;
@@ -147,6 +152,7 @@ void BM_OnlineDpSgd(benchmark::State& state) {
       return;
     }
     max_gap = std::max(max_gap, std::fabs(mc - b->estimate) / b->estimate);
+    if (n == steps) state.counters["final_interval_holds_pld"] = lower <= b->estimate && b->estimate <= upper;
     pld_seconds += 0.5 * (dt + prev_seconds) * static_cast<double>(n - prev_n);
     prev_seconds = dt;
     prev_n = n;
@@ -154,7 +160,12 @@ void BM_OnlineDpSgd(benchmark::State& state) {
   state.counters["max_rel_gap_vs_pld"] = max_gap;
   state.counters["pld_every_step_s"] = pld_seconds;
 }
-BENCHMARK(BM_OnlineDpSgd)->Arg(1000)->Arg(10000)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_OnlineDpSgd)
+    ->Args({1000, 10000})
+    ->Args({10000, 10000})
+    ->Args({10000, 100000})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 
 }  // namespace
 }  // namespace dpledger::core
