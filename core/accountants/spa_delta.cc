@@ -41,7 +41,7 @@ absl::StatusOr<Caps> UpperCaps(const SpaLedgerCgf& cgf, double epsilon, bool wit
 
 }  // namespace
 
-double SpaDeltaPoint::LogEstimate(SpaEstimator estimator) const {
+double SpaDeltaPoint::LogSeriesEstimate(SpaEstimator estimator) const {
   if (zero) return -kInf;
   if (!has_saddle) return log_upper;
   switch (estimator) {
@@ -51,13 +51,18 @@ double SpaDeltaPoint::LogEstimate(SpaEstimator estimator) const {
       return log_msd0;
     case SpaEstimator::kMsd1:
       // The factor tends to 11/12 as t0 -> 0 (spa.md 4.2) but the higher-order
-      // terms can blow up at large tilts; a non-positive factor is no estimate.
-      return msd1_factor > 0 ? log_msd0 + std::log(msd1_factor) : log_clt;
+      // terms can blow up at large tilts and turn it negative.
+      return msd1_factor > 0 ? log_msd0 + std::log(msd1_factor) : -kInf;
     case SpaEstimator::kEw2:
-      // Like MSD1, the Edgeworth terms can outweigh the Gaussian one at large tilts.
-      return ew2_factor > 0 ? log_clt + std::log(ew2_factor) : log_clt;
+      // Likewise the Edgeworth terms (spa.md 4.4).
+      return ew2_factor > 0 ? log_clt + std::log(ew2_factor) : -kInf;
   }
   return log_clt;
+}
+
+double SpaDeltaPoint::LogEstimate(SpaEstimator estimator) const {
+  const double v = LogSeriesEstimate(estimator);
+  return v == -kInf && !zero ? log_clt : v;
 }
 
 absl::StatusOr<SpaDeltaPoint> EvaluateSpaDelta(const SpaLedgerCgf& cgf, double epsilon,
@@ -115,6 +120,8 @@ absl::StatusOr<SpaDeltaPoint> EvaluateSpaDelta(const SpaLedgerCgf& cgf, double e
   // It is computed whatever the chosen estimator, so a non-finite factor (huge
   // normalised cumulants of a nearly degenerate law) must not fail the query: it
   // becomes "no EW2 estimate" (0), which LogEstimate answers with SP-CLT.
+  // (The eps search then reads it as a series below delta: only reachable for
+  // normalised cumulants beyond ~1e100, where no estimate means anything.)
   p.ew2_factor = SpaEw2Factor(t, s, gamma, c.k3 / (s * s * s), c.k4 / (c.k2 * c.k2));
   if (!std::isfinite(p.ew2_factor)) p.ew2_factor = 0;
 

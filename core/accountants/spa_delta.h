@@ -49,8 +49,12 @@ struct SpaDeltaPoint {
   // log(1 - eta) - that error.
   double log_margin = 0;
   double log_lower = 0, log_upper = 0;  // certified
-  // log of the chosen estimate; SP-CLT when SP-MSD1's or SP-EW2's factor is not
-  // positive (the corrected series is then no probability).
+  // log of the chosen estimator's value: -inf where SP-MSD1's or SP-EW2's series
+  // is not positive. Continuous in eps (log -> -inf as the factor -> 0+), so the
+  // eps search finds the estimator's own first root (spa_epsilon.h).
+  double LogSeriesEstimate(SpaEstimator estimator) const;
+  // log of the chosen estimate of delta: LogSeriesEstimate, with SP-CLT where that
+  // series is not positive (a delta estimate <= 0 is none).
   double LogEstimate(SpaEstimator estimator) const;
 };
 

@@ -266,8 +266,10 @@ void ExpectRow(const LedgerRow& r) {
   if (r.ew2 > 0) {
     EXPECT_LT(Rel(std::exp(p->LogEstimate(SpaEstimator::kEw2)), r.ew2), kEstimateTol);
   } else {
-    // A negative SP-EW2 is no estimate: SP-CLT is reported instead.
+    // A negative SP-EW2 is no delta estimate: SP-CLT is reported instead, while the
+    // eps search reads the series as below every delta.
     EXPECT_EQ(p->LogEstimate(SpaEstimator::kEw2), p->log_clt);
+    EXPECT_EQ(p->LogSeriesEstimate(SpaEstimator::kEw2), -kInf);
   }
   // The certified interval contains the exact truth.
   EXPECT_LE(std::exp(p->log_lower), r.truth);

@@ -44,7 +44,7 @@ class Scanner {
     absl::StatusOr<SpaDeltaPoint> p = EvaluateSpaDelta(cgf_, eps, options);
     if (!p.ok()) return p.status();
     if (p->has_saddle) t_warm_ = p->t0;
-    return Sample{eps, p->log_upper, p->log_lower, p->LogEstimate(estimator_),
+    return Sample{eps, p->log_upper, p->log_lower, p->LogSeriesEstimate(estimator_),
                   p->has_saddle ? p->t0 : 0};
   }
 
