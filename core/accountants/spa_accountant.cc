@@ -29,6 +29,7 @@ class SpaAccountant final : public Accountant {
   std::unique_ptr<Accountant> Clone() const override {
     return std::make_unique<SpaAccountant>(*this);
   }
+  std::vector<AnswerDiagnostic> LastDiagnostics() const override { return diagnostics_; }
 
  protected:
   absl::Status CheckSupported(const Mechanism& m) const override {
@@ -51,10 +52,12 @@ class SpaAccountant final : public Accountant {
   }
 
   absl::StatusOr<DeltaBound> ComputeDelta(double epsilon) const override {
+    diagnostics_.clear();
     DeltaBound out{0, 0, 0, Guarantee::kCertified, 0};
     for (const SpaLedgerCgf* cgf : Directions()) {
       absl::StatusOr<SpaDeltaPoint> p = EvaluateSpaDelta(*cgf, epsilon);
       if (!p.ok()) return p.status();
+      NoteReliability(*cgf, *p);
       const double lower = p->log_lower == -kInf ? 0 : std::exp(p->log_lower);
       const double upper = ExpUpper(p->log_upper);
       const double estimate =
@@ -70,10 +73,14 @@ class SpaAccountant final : public Accountant {
   }
 
   absl::StatusOr<EpsilonBound> ComputeEpsilon(double delta) const override {
+    diagnostics_.clear();
     EpsilonBound out{0, 0, 0, Guarantee::kCertified, 0};
     for (const SpaLedgerCgf* cgf : Directions()) {
       absl::StatusOr<SpaEpsilon> e = SpaEpsilonForDelta(*cgf, delta, options_.estimator);
       if (!e.ok()) return e.status();
+      if (absl::StatusOr<SpaDeltaPoint> p = EvaluateSpaDelta(*cgf, e->estimate); p.ok()) {
+        NoteReliability(*cgf, *p);
+      }
       out.lower = std::max(out.lower, e->lower);
       out.estimate = std::max(out.estimate, e->estimate);
       out.upper = std::max(out.upper, e->upper);
@@ -82,6 +89,24 @@ class SpaAccountant final : public Accountant {
   }
 
  private:
+  // Notes, per direction, err_SP / SP-CLT at the answer. Above 1 the method's own
+  // error bound exceeds the estimate: few effective compositions (small q, see
+  // spa_accountant.h), where every Gaussian-based estimate can be far off and
+  // only the certified interval means anything; the answer then says so.
+  void NoteReliability(const SpaLedgerCgf& cgf, const SpaDeltaPoint& p) const {
+    if (p.zero || !p.has_saddle) return;
+    const std::string dir = cgf.direction() == Direction::kRemove ? "remove_" : "add_";
+    const double ratio = std::exp(p.log_err - p.log_clt);
+    diagnostics_.push_back({dir + "err_sp_over_sp_clt", ratio});
+    if (ratio > 1) {
+      diagnostics_.push_back(
+          {"estimate_warning",
+           std::string("the saddle-point error bound exceeds the estimate (few effective "
+                       "compositions, e.g. small q): the estimate may be far off; rely on "
+                       "the certified interval")});
+    }
+  }
+
   std::vector<const SpaLedgerCgf*> Directions() const {
     if (use_add_) return {&remove_, &add_};
     return {&remove_};
@@ -91,6 +116,7 @@ class SpaAccountant final : public Accountant {
   SpaLedgerCgf remove_{Direction::kRemove};
   SpaLedgerCgf add_{Direction::kAdd};
   bool use_add_ = false;
+  mutable std::vector<AnswerDiagnostic> diagnostics_;
 };
 
 }  // namespace

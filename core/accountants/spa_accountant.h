@@ -18,7 +18,9 @@
 //    carry the tilted mass, and all are far off: sigma = 1, q = 1e-3, 1e4 steps,
 //    delta = 1e-9 gives 1.264 against a true 0.766 (spa_delta_test.cc,
 //    SmallSamplingRateRows). There err_SP exceeds SP-CLT, so lower is 0 in delta:
-//    the interval says the estimate is uninformative (spa.md 10 item 7).
+//    the interval says the estimate is uninformative (spa.md 10 item 7), and the
+//    answer's diagnostics carry err_sp_over_sp_clt per direction and, above 1, an
+//    estimate_warning.
 // The certification rests on the cumulant quadrature of Plrv::Tilted being as
 // accurate as measured (spa_cgf_test.cc; margins eta = 1e-8 on delta, eta_P = 1e-6
 // on P_t). Tilts beyond kSpaMaxTilt = 1e4 are not evaluated: there only the

@@ -245,6 +245,38 @@ TEST(SpaAccountant, SmallSamplingRateIntervalsContainPldTruth) {
   }
 }
 
+// Where err_SP exceeds SP-CLT the answer says its estimate is unreliable; in the
+// paper's regime (q = 0.01) it does not.
+TEST(SpaAccountant, DiagnosticsWarnWhereTheErrorBoundExceedsTheEstimate) {
+  auto warned = [](const Accountant& acc) {
+    for (const AnswerDiagnostic& d : acc.LastDiagnostics()) {
+      if (d.name == "estimate_warning") return true;
+    }
+    return false;
+  };
+  auto ratio = [](const Accountant& acc) {
+    for (const AnswerDiagnostic& d : acc.LastDiagnostics()) {
+      if (d.name == "remove_err_sp_over_sp_clt") return std::get<double>(d.value);
+    }
+    return -1.0;
+  };
+  std::unique_ptr<Accountant> small_q = *CreateSpaAccountant();
+  ASSERT_TRUE(small_q->Compose(Sg(1, 1e-3), 10000).ok());
+  ASSERT_TRUE(small_q->EpsilonForDelta(1e-9).ok());  // estimate 1.264, truth 0.766
+  EXPECT_TRUE(warned(*small_q));
+  EXPECT_GT(ratio(*small_q), 1);
+  ASSERT_TRUE(small_q->DeltaForEpsilon(0.766).ok());  // err_SP 4.26e-5 vs SP-CLT 5.53e-7
+  EXPECT_NEAR(ratio(*small_q), 4.261e-5 / 5.52763087e-7, 0.01 * 4.261e-5 / 5.52763087e-7);
+  EXPECT_TRUE(warned(*small_q));
+
+  std::unique_ptr<Accountant> paper = *CreateSpaAccountant();
+  ASSERT_TRUE(paper->Compose(Sg(2, 0.01), 1000).ok());
+  ASSERT_TRUE(paper->EpsilonForDelta(1e-5).ok());
+  EXPECT_FALSE(warned(*paper));
+  EXPECT_GT(ratio(*paper), 0);
+  EXPECT_LT(ratio(*paper), 1);
+}
+
 TEST(SpaAccountant, HeterogeneousLedgerContainsSpecTruth) {
   // spa.md 9.6 H2 = 50 x Laplace(d=0.1) + 10 x Gaussian(sigma=5) (symmetric).
   auto a = Spa();
