@@ -19,25 +19,28 @@ int64_t NowMs() {
       .count();
 }
 
-// Whether a bound may charge the budget, and if not, why.
+// Whether a bound may charge the budget, and if not, why. With `explain`, an estimate's
+// refusal carries the accountant's own reason why it could not certify (e.g. Edgeworth:
+// its finite-sample error bounds are too wide at this delta).
 struct Verdict {
   bool fits = false;
   std::string reason;
 };
-Verdict Judge(const absl::StatusOr<core::EpsilonBound>& b, std::string_view accountant,
-              double budget_epsilon, double budget_delta) {
+Verdict Judge(const absl::StatusOr<core::EpsilonBound>& b, const core::Accountant* explain,
+              std::string_view accountant, double budget_epsilon, double budget_delta) {
   if (!b.ok()) {
     return {false, absl::StrFormat("accountant '%s' cannot bound epsilon at delta %g: %s",
                                    std::string(accountant), budget_delta,
                                    std::string(b.status().message()))};
   }
   if (b->guarantee == core::Guarantee::kEstimate) {
+    const std::string why = explain ? explain->UncertifiedReasonAtDelta(budget_delta) : "";
     return {false, absl::StrFormat("accountant '%s' gave an estimate, not a certified bound, "
                                    "at delta %g (estimate %.6g, certified lower %.6g, no "
-                                   "certified upper); only certified or verified bounds admit "
-                                   "steps",
-                                   std::string(accountant), budget_delta, b->estimate,
-                                   b->lower)};
+                                   "certified upper)%s; only certified or verified bounds "
+                                   "admit steps",
+                                   std::string(accountant), budget_delta, b->estimate, b->lower,
+                                   why.empty() ? "" : ": " + why)};
   }
   if (!(b->upper <= budget_epsilon)) {  // also false for NaN
     return {false, absl::StrFormat("epsilon upper bound %.6g at delta %g would exceed the "
@@ -189,8 +192,11 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
     absl::StatusOr<core::EpsilonBound> b = acc->EpsilonForDelta(delta);
     return evaluated.emplace(k, std::make_pair(std::move(b), std::move(acc))).first->second.first;
   };
-  auto fits = [&](int k) {
-    return Judge(evaluate(k), job.accountant, job.budget_epsilon, delta);
+  // Only the refusal that is reported is explained (the search judges many prefixes).
+  auto fits = [&](int k, bool explain = false) {
+    const absl::StatusOr<core::EpsilonBound>& b = evaluate(k);
+    return Judge(b, explain ? evaluated.at(k).second.get() : nullptr, job.accountant,
+                 job.budget_epsilon, delta);
   };
   int admitted = 0;
   Verdict refusal;
@@ -209,7 +215,7 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
         }
       }
       admitted = lo;
-      refusal = fits(lo + 1);
+      refusal = fits(lo + 1, /*explain=*/true);
     }
   }
 

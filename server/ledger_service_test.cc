@@ -119,6 +119,9 @@ TEST_F(LedgerServiceTest, SpaAndEdgeworthJobsAdmitOnlyByACertifiedBound) {
     if (!c.certifiable) {
       EXPECT_FALSE(ack->admitted) << job;
       EXPECT_THAT(ack->refusal_reason, HasSubstr("not a certified bound")) << job;
+      // With the accountant's own reason: which error bounds keep it from certifying.
+      EXPECT_THAT(ack->refusal_reason, HasSubstr("never falls to delta=1e-05")) << job;
+      EXPECT_THAT(ack->refusal_reason, HasSubstr("Delta_Y=")) << job;
       EXPECT_EQ(ack->num_steps, 0) << job;
       continue;
     }

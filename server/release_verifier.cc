@@ -101,7 +101,10 @@ absl::StatusOr<VerifyOutcome> VerifyRelease(const VerifyInput& in) {
     absl::StatusOr<core::DeltaBound> bound =
         why.ok() ? (*acc)->DeltaForEpsilon(in.epsilon) : absl::StatusOr<core::DeltaBound>(why);
     if (bound.ok() && bound->guarantee != core::Guarantee::kCertified) {
-      bound = absl::FailedPreconditionError("answer is not a certified bound");
+      // With the accountant's own reason where it gives one (e.g. Edgeworth's error bounds).
+      const std::string reason = (*acc)->UncertifiedReasonAtEpsilon(in.epsilon);
+      bound = absl::FailedPreconditionError(absl::StrFormat(
+          "answer is not a certified bound%s", reason.empty() ? "" : ": " + reason));
     }
     if (!bound.ok()) {
       absl::StrAppendFormat(&tried, "%s%s: %s", tried.empty() ? "" : "; ", name,

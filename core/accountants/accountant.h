@@ -78,6 +78,15 @@ class Accountant {
   // default; never part of the answer itself.
   virtual std::vector<AnswerDiagnostic> LastDiagnostics() const { return {}; }
 
+  // For certified-only uses (step admission, the certified release fallback) that
+  // refuse an answer which is only an estimate: why EpsilonForDelta(delta) or
+  // DeltaForEpsilon(epsilon) of this ledger has no guaranteed upper end, in the
+  // accountant's own words (e.g. Edgeworth: which finite-sample error bounds are
+  // too wide), so that the refusal can say it. Empty when that answer is
+  // guaranteed, for invalid arguments, or when the accountant gives no reason.
+  virtual std::string UncertifiedReasonAtDelta(double delta) const { return {}; }
+  virtual std::string UncertifiedReasonAtEpsilon(double epsilon) const { return {}; }
+
   // Bytes held in caches that are worth keeping between queries (the MC
   // accountant's sample pools); 0 for accountants whose state is cheap to rebuild.
   virtual size_t CacheBytes() const { return 0; }

@@ -30,6 +30,27 @@ WorstErrors Worst(const std::array<EeaiDirection, 2>& dirs) {
   return {dirs[i].error_x, dirs[i].error_y, kDirections[i]};
 }
 
+// Why the EEAI has no finite eps^+ at delta (S4.1, S4.6).
+std::string EpsilonUncertifiedWhy(double delta, const std::array<EeaiDirection, 2>& eeai) {
+  const WorstErrors w = Worst(eeai);
+  return absl::StrFormat(
+      "the finite-sample bound (first-order Edgeworth expansion with the DGG uniform error "
+      "bound, edgeworth.md S4) never falls to delta=%g, because its CDF error bounds are "
+      "Delta_X=%.3g, Delta_Y=%.3g (direction %s) and no delta below about Delta_Y can be "
+      "certified",
+      delta, w.error_x, w.error_y, std::string(DirectionName(w.direction)));
+}
+
+// Why the EEAI's delta^+ is 1 at epsilon (S4.1: e^eps amplifies Delta_X, S9.6).
+std::string DeltaUncertifiedWhy(double epsilon, const std::array<EeaiDirection, 2>& eeai) {
+  const WorstErrors w = Worst(eeai);
+  return absl::StrFormat(
+      "the finite-sample upper bound (edgeworth.md S4) is vacuous (1) at epsilon=%g, because "
+      "its CDF error bounds are Delta_X=%.3g, Delta_Y=%.3g (direction %s), amplified by "
+      "e^epsilon",
+      epsilon, w.error_x, w.error_y, std::string(DirectionName(w.direction)));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Accountant>> CreateEdgeworthAccountant(
@@ -48,6 +69,25 @@ absl::StatusOr<std::unique_ptr<Accountant>> CreateEdgeworthAccountant(
 
 std::unique_ptr<Accountant> EdgeworthAccountant::Clone() const {
   return std::make_unique<EdgeworthAccountant>(*this);
+}
+
+std::string EdgeworthAccountant::UncertifiedReasonAtDelta(double delta) const {
+  // The queries' own argument checks and their exact paths (empty or Gaussian ledger).
+  if (!(delta >= kMinQueryDelta && delta < 1) || events().empty() || Sums().all_gaussian) {
+    return {};
+  }
+  const auto eeai = EeaiDirections();
+  if (std::isfinite(EeaiEpsilon(delta, eeai).upper)) return {};
+  return EpsilonUncertifiedWhy(delta, eeai);
+}
+
+std::string EdgeworthAccountant::UncertifiedReasonAtEpsilon(double epsilon) const {
+  if (!(std::isfinite(epsilon) && epsilon >= 0) || events().empty() || Sums().all_gaussian) {
+    return {};
+  }
+  const auto eeai = EeaiDirections();
+  if (EeaiDelta(epsilon, eeai).upper < 1) return {};
+  return DeltaUncertifiedWhy(epsilon, eeai);
 }
 
 absl::Status EdgeworthAccountant::CheckSupported(const Mechanism& m) const {
@@ -147,15 +187,10 @@ absl::StatusOr<EpsilonBound> EdgeworthAccountant::ComputeEpsilon(double delta) c
     return EpsilonBound{cert.lower, est, cert.upper, Guarantee::kCertified, 0};
   }
   if (options_.require_certified) {
-    const WorstErrors w = Worst(eeai);
     return absl::FailedPreconditionError(absl::StrFormat(
-        "edgeworth: cannot certify epsilon at delta=%g: the finite-sample bound (first-order "
-        "Edgeworth expansion with the DGG uniform error bound, edgeworth.md S4) never falls to "
-        "delta, because its CDF error bounds are Delta_X=%.3g, Delta_Y=%.3g (direction %s) and "
-        "no delta below about Delta_Y can be certified; the uncertified order-%d estimate is "
+        "edgeworth: cannot certify epsilon at delta=%g: %s; the uncertified order-%d estimate is "
         "epsilon=%.6g, the certified lower bound %.6g",
-        delta, w.error_x, w.error_y, std::string(DirectionName(w.direction)), options_.order,
-        estimate, cert.lower));
+        delta, EpsilonUncertifiedWhy(delta, eeai), options_.order, estimate, cert.lower));
   }
   // The EEAI lower end stays a valid bound; no upper bound is known.
   const double est = clamp() ? std::max(estimate, cert.lower) : estimate;
@@ -181,14 +216,10 @@ absl::StatusOr<DeltaBound> EdgeworthAccountant::ComputeDelta(double epsilon) con
     return DeltaBound{cert.lower, est, cert.upper, Guarantee::kCertified, 0};
   }
   if (options_.require_certified) {
-    const WorstErrors w = Worst(eeai);
     return absl::FailedPreconditionError(absl::StrFormat(
-        "edgeworth: cannot certify delta at epsilon=%g: the finite-sample upper bound "
-        "(edgeworth.md S4) is vacuous (1) there, because its CDF error bounds are Delta_X=%.3g, "
-        "Delta_Y=%.3g (direction %s), amplified by e^epsilon; the uncertified order-%d estimate "
+        "edgeworth: cannot certify delta at epsilon=%g: %s; the uncertified order-%d estimate "
         "is delta=%.6g, the certified lower bound %.6g",
-        epsilon, w.error_x, w.error_y, std::string(DirectionName(w.direction)), options_.order,
-        estimate, cert.lower));
+        epsilon, DeltaUncertifiedWhy(epsilon, eeai), options_.order, estimate, cert.lower));
   }
   const double est = clamp() ? std::max(estimate, cert.lower) : estimate;
   return DeltaBound{cert.lower, est, 1.0, Guarantee::kEstimate, 0};

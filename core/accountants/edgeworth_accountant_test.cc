@@ -257,6 +257,51 @@ TEST(EdgeworthAccountant, RefusesUncertifiableQueriesWhenCertificationIsRequired
   EXPECT_EQ(ef->guarantee, Guarantee::kCertified);
 }
 
+// Certified-only callers (admission) get the accountant's reason for an estimate
+// without require_certified, which would also refuse the estimates Spent reports.
+TEST(EdgeworthAccountant, UncertifiedReasonNamesTheErrorBoundsExactlyWhereItCannotCertify) {
+  // TV-G, m1 = 1e4: vacuous at delta = 0.1, Delta_X / Delta_Y = 0.1540903 / 0.1994709.
+  auto a = Make();
+  ASSERT_THAT(a->Compose(Sg(0.8, 0.35 / std::sqrt(1e4)), 10000), IsOk());
+  ASSERT_THAT(a->Compose(Sg(0.8, 0.02 / std::sqrt(1e5)), 100000), IsOk());
+  auto e = a->EpsilonForDelta(0.1);
+  ASSERT_TRUE(e.ok());
+  ASSERT_EQ(e->guarantee, Guarantee::kEstimate);
+  const std::string why = a->UncertifiedReasonAtDelta(0.1);
+  EXPECT_THAT(why, AllOf(HasSubstr("delta=0.1"), HasSubstr("Delta_X=0.154"),
+                         HasSubstr("Delta_Y=0.199"), HasSubstr("direction remove")));
+  // The same words as the refusal of a certified-only accountant of that ledger.
+  auto strict = Make({.require_certified = true});
+  for (const MechanismEvent& ev : a->events()) ASSERT_THAT(strict->Compose(ev), IsOk());
+  EXPECT_THAT(strict->EpsilonForDelta(0.1),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr(why)));
+
+  // TV-F first row: certified at delta = 0.1 (no reason), not at 1e-5.
+  auto f = Make();
+  ASSERT_THAT(f->Compose(Sg(0.8, 0.4 / std::sqrt(5e4)), 50000), IsOk());
+  EXPECT_EQ(f->UncertifiedReasonAtDelta(0.1), "");
+  EXPECT_THAT(f->UncertifiedReasonAtDelta(1e-5), HasSubstr("never falls to delta=1e-05"));
+  // delta(eps): certified at eps = 0.7 (TV-F); 100 steps of two kinds have a
+  // vacuous i.n.i.d. bound (n < 2.75 K4, S4.2), so delta^+ = 1 at every eps.
+  EXPECT_EQ(f->UncertifiedReasonAtEpsilon(0.7), "");
+  auto h = Make();
+  ASSERT_THAT(h->Compose(Sg(0.8, 0.01), 50), IsOk());
+  ASSERT_THAT(h->Compose(Sg(1.0, 0.02), 50), IsOk());
+  auto d = h->DeltaForEpsilon(1.0);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->guarantee, Guarantee::kEstimate);
+  EXPECT_THAT(h->UncertifiedReasonAtEpsilon(1.0),
+              AllOf(HasSubstr("vacuous (1) at epsilon=1"), HasSubstr("Delta_X=1")));
+
+  // Exact or empty ledgers and invalid queries have nothing to explain.
+  auto g = Make();
+  ASSERT_THAT(g->Compose(*Mechanism::Gaussian(1.0), 10), IsOk());
+  EXPECT_EQ(g->UncertifiedReasonAtDelta(1e-10), "");
+  EXPECT_EQ(Make()->UncertifiedReasonAtDelta(1e-5), "");
+  EXPECT_EQ(a->UncertifiedReasonAtDelta(0), "");
+  EXPECT_EQ(a->UncertifiedReasonAtEpsilon(-1), "");
+}
+
 TEST(EdgeworthAccountant, PaperLiteralAndClampedModesMatchSpecTvC) {
   // TV-C, p = 0.01, sigma = 0.8, m = 10000, delta = 1e-5, k = 1: paper-literal
   // 10.6129103573 (the "add" artefact dominates), clamped 10.3368324189.
