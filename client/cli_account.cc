@@ -1,11 +1,13 @@
 // `dpledger account`: offline accounting of a ledger given as --step specs.
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_format.h"
 #include "client/cli_commands.h"
 #include "client/cli_output.h"
+#include "core/registry/accountant_option_names.h"
 #include "core/registry/accountant_registry.h"
 
 namespace dpledger::cli {
@@ -31,10 +33,64 @@ void PrintDiagnostics(const core::Accountant& accountant) {
   }
 }
 
+// The accountant's own flags: --samples/--seed (mc), --edgeworth-order/--edgeworth-mode
+// (edgeworth), --spa-estimator (spa). Each is refused with another accountant, so a
+// flag never silently does nothing.
+absl::Status AccountantFlags(const Args& args, const std::string& name,
+                             core::AccountantOptions* options) {
+  auto samples = args.GetInt("samples");
+  if (!samples.ok()) return samples.status();
+  if (samples->has_value()) {
+    if (**samples < 2) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--samples must be >= 2, got %d", **samples));
+    }
+    options->mc.num_samples = **samples;
+  }
+  auto seed = args.GetInt("seed");
+  if (!seed.ok()) return seed.status();
+  if (seed->has_value()) options->mc.seed = static_cast<uint64_t>(**seed);
+  if ((samples->has_value() || seed->has_value()) && name != "mc") {
+    return absl::InvalidArgumentError("--samples and --seed apply only to --accountant mc");
+  }
+
+  auto order = args.GetInt("edgeworth-order");
+  if (!order.ok()) return order.status();
+  if (order->has_value()) {
+    if (**order < 0 || **order > core::kMaxEdgeworthOrder) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--edgeworth-order must be in [0, %d], got %d", core::kMaxEdgeworthOrder, **order));
+    }
+    options->edgeworth.order = static_cast<int>(**order);
+  }
+  const std::optional<std::string> mode = args.Get("edgeworth-mode");
+  if (mode.has_value()) {
+    absl::StatusOr<core::EdgeworthMode> m = core::ParseEdgeworthMode(*mode, "--edgeworth-mode");
+    if (!m.ok()) return m.status();
+    options->edgeworth.mode = *m;
+  }
+  if ((order->has_value() || mode.has_value()) && name != "edgeworth") {
+    return absl::InvalidArgumentError(
+        "--edgeworth-order and --edgeworth-mode apply only to --accountant edgeworth");
+  }
+
+  const std::optional<std::string> estimator = args.Get("spa-estimator");
+  if (estimator.has_value()) {
+    absl::StatusOr<core::SpaEstimator> e = core::ParseSpaEstimator(*estimator, "--spa-estimator");
+    if (!e.ok()) return e.status();
+    options->spa.estimator = *e;
+    if (name != "spa") {
+      return absl::InvalidArgumentError("--spa-estimator applies only to --accountant spa");
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int RunAccount(const Args& args) {
-  if (auto s = args.CheckKnown({"accountant", "epsilon", "delta", "step", "json", "samples", "seed"});
+  if (auto s = args.CheckKnown({"accountant", "epsilon", "delta", "step", "json", "samples", "seed",
+                                "edgeworth-order", "edgeworth-mode", "spa-estimator"});
       !s.ok()) {
     return Fail(s);
   }
@@ -50,21 +106,7 @@ int RunAccount(const Args& args) {
   if (!steps.ok()) return Fail(steps.status());
 
   core::AccountantOptions options;
-  auto samples = args.GetInt("samples");
-  if (!samples.ok()) return Fail(samples.status());
-  if (samples->has_value()) {
-    if (**samples < 2) {
-      return Fail(absl::InvalidArgumentError(
-          absl::StrFormat("--samples must be >= 2, got %d", **samples)));
-    }
-    options.mc.num_samples = **samples;
-  }
-  auto seed = args.GetInt("seed");
-  if (!seed.ok()) return Fail(seed.status());
-  if (seed->has_value()) options.mc.seed = static_cast<uint64_t>(**seed);
-  if ((samples->has_value() || seed->has_value()) && name != "mc") {
-    return Fail(absl::InvalidArgumentError("--samples and --seed apply only to --accountant mc"));
-  }
+  if (absl::Status s = AccountantFlags(args, name, &options); !s.ok()) return Fail(s);
 
   auto accountant = core::CreateAccountant(name, options);
   if (!accountant.ok()) return Fail(accountant.status());

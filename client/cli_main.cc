@@ -14,7 +14,10 @@ constexpr char kUsage[] = R"(usage: dpledger [--server HOST:PORT] COMMAND [flags
 
 Offline commands (no server needed):
   account   [--accountant analytic|rdp|pld|mc|spa|edgeworth] (--epsilon E | --delta D)
-            --step SPEC [--step SPEC ...] [--samples N] [--seed S] [--json]
+            --step SPEC [--step SPEC ...] [--json]
+            mc: [--samples N] [--seed S]
+            edgeworth: [--edgeworth-order 0-3 (default 2)] [--edgeworth-mode clamped|literal]
+            spa: [--spa-estimator sp-clt|sp-msd0|sp-msd1|sp-ew2]
   calibrate [--accountant NAME] --epsilon E --delta D --step SPEC ... [--json]
   verify    --epsilon E --delta-est D [--tau T] [--rho R] [--max-samples N]
             --step SPEC ... [--json]

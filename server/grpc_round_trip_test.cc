@@ -313,6 +313,9 @@ TEST(ServerStart, RefusesBadSettingsNamingThem) {
   } cases[] = {
       {"max_seconds", [](ServerOptions& o) { o.ledger.accountant_options.mc.max_seconds = -1; }},
       {"max_pool_bytes", [](ServerOptions& o) { o.ledger.max_pool_bytes = -1; }},
+      // --edgeworth-order: orders are 0..3 (edgeworth.md S3.2).
+      {"edgeworth order must be in [0, 3], got 4",
+       [](ServerOptions& o) { o.ledger.accountant_options.edgeworth.order = 4; }},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.field);

@@ -17,6 +17,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
+#include "core/registry/accountant_option_names.h"
 #include "server/server.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
@@ -55,6 +56,12 @@ ABSL_FLAG(double, release_mc_max_seconds, 60,
           "EVR predicted-time cap per release; beyond it a certified accountant decides");
 ABSL_FLAG(double, query_mc_max_seconds, 30,
           "time cap on the MC accountant's sample growth per Spent query (0: none)");
+ABSL_FLAG(int, edgeworth_order, 2,
+          "Edgeworth accountant: order of its estimate, 0-3 (0: CLT with exact moments)");
+ABSL_FLAG(std::string, edgeworth_mode, "clamped",
+          "Edgeworth accountant estimate: clamped (production) or literal (as in the paper)");
+ABSL_FLAG(std::string, spa_estimator, "sp-clt",
+          "SPA accountant estimate: sp-clt, sp-msd0, sp-msd1 or sp-ew2");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
 
 namespace {
@@ -65,7 +72,8 @@ constexpr const char* kFlagNames[] = {
     "check_ledger", "default_accountant", "max_jobs_per_tenant", "max_updates_per_request",
     "max_steps_per_update", "max_cached_jobs", "max_pool_bytes", "max_admission_group", "max_payload_bytes",
     "group_commit_max_batches", "group_commit_delay_us", "max_stream_inflight",
-    "max_job_series", "release_use_mc", "release_mc_max_seconds", "query_mc_max_seconds", "log_level"};
+    "max_job_series", "release_use_mc", "release_mc_max_seconds", "query_mc_max_seconds",
+    "edgeworth_order", "edgeworth_mode", "spa_estimator", "log_level"};
 
 // DPLEDGER_<FLAG> from the environment, applied before the command line is parsed so the
 // command line wins.
@@ -106,7 +114,9 @@ std::vector<std::string> NormalizeFlagNames(int argc, char** argv) {
   return out;
 }
 
-dpledger::server::ServerOptions OptionsFromFlags() {
+// INVALID_ARGUMENT naming the flag for an accountant setting out of its range (Server::Start
+// checks the options again, for callers that build them without flags).
+absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
   dpledger::server::ServerOptions o;
   o.listen = absl::GetFlag(FLAGS_listen);
   o.data_dir = absl::GetFlag(FLAGS_data_dir);
@@ -134,6 +144,20 @@ dpledger::server::ServerOptions OptionsFromFlags() {
   o.ledger.release_mc_max_seconds = absl::GetFlag(FLAGS_release_mc_max_seconds);
   // Bounds how long an MC Spent query runs, and with it how long shutdown waits.
   o.ledger.accountant_options.mc.max_seconds = absl::GetFlag(FLAGS_query_mc_max_seconds);
+  const int order = absl::GetFlag(FLAGS_edgeworth_order);
+  if (order < 0 || order > dpledger::core::kMaxEdgeworthOrder) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--edgeworth-order must be in [0, %d], got %d", dpledger::core::kMaxEdgeworthOrder, order));
+  }
+  o.ledger.accountant_options.edgeworth.order = order;
+  absl::StatusOr<dpledger::core::EdgeworthMode> mode =
+      dpledger::core::ParseEdgeworthMode(absl::GetFlag(FLAGS_edgeworth_mode), "--edgeworth-mode");
+  if (!mode.ok()) return mode.status();
+  o.ledger.accountant_options.edgeworth.mode = *mode;
+  absl::StatusOr<dpledger::core::SpaEstimator> estimator =
+      dpledger::core::ParseSpaEstimator(absl::GetFlag(FLAGS_spa_estimator), "--spa-estimator");
+  if (!estimator.ok()) return estimator.status();
+  o.ledger.accountant_options.spa.estimator = *estimator;
   o.grpc.max_stream_inflight = absl::GetFlag(FLAGS_max_stream_inflight);
   o.metrics.max_job_series = absl::GetFlag(FLAGS_max_job_series);
   return o;
@@ -165,8 +189,10 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  const absl::StatusOr<dpledger::server::ServerOptions> options = OptionsFromFlags();
   absl::StatusOr<std::unique_ptr<dpledger::server::Server>> server =
-      dpledger::server::Server::Start(OptionsFromFlags());
+      options.ok() ? dpledger::server::Server::Start(*options)
+                   : absl::StatusOr<std::unique_ptr<dpledger::server::Server>>(options.status());
   if (!server.ok()) {
     spdlog::critical("start failed code={} msg=\"{}\"",
                      absl::StatusCodeToString(server.status().code()),

@@ -189,5 +189,67 @@ TEST_F(CliTest, ErrorsExitNonZeroAndNameTheField) {
   EXPECT_THAT(down.err, HasSubstr("UNAVAILABLE"));
 }
 
+// dpledgerd's accountant flags reach its answers: Spent with the edgeworth or spa
+// accountant reports the chosen estimate (edgeworth.md TV-C: p 0.01, sigma 0.8, 10000
+// steps, delta 1e-5, order 1 paper-literal 10.6129103573; spa.md Table 9.2: one
+// Gaussian step of sigma 1, SP-MSD0 4.3766710687). An edgeworth job refuses a step it
+// cannot certify, and the refusal carries the accountant's own reason.
+TEST_F(CliTest, ServerAccountantFlagsChooseEstimatesAndRefusalsSayWhy) {
+  ServerConfig config;
+  config.extra_args = {"--edgeworth-order", "1", "--edgeworth-mode", "literal",
+                       "--spa-estimator", "sp-msd0"};
+  ASSERT_NO_FATAL_FAILURE(StartServer(config));
+  const std::string sg = "subsampled_gaussian:sigma=0.8,q=0.01,count=10000";
+  ASSERT_EQ(Cli({"job", "create", "--job", "p", "--epsilon", "100", "--delta", "1e-5"}).exit_code,
+            0);
+  Json step = CliJson({"step", "--job", "p", "--seq", "1", "--step", sg, "--json"});
+  ASSERT_EQ(step["admitted"], true) << step;
+  Json ew = CliJson({"spent", "--job", "p", "--delta", "1e-5", "--accountant", "edgeworth",
+                     "--json"});
+  EXPECT_NEAR(ew["epsilon"]["estimate"].get<double>(), 10.6129103573, 5e-11) << ew;
+  EXPECT_EQ(ew["epsilon"]["guarantee"], "estimate");
+
+  ASSERT_EQ(Cli({"job", "create", "--job", "g", "--epsilon", "100", "--delta", "1e-5"}).exit_code,
+            0);
+  ASSERT_EQ(CliJson({"step", "--job", "g", "--seq", "1", "--step", "gaussian:sigma=1", "--json"})
+                ["admitted"],
+            true);
+  Json spa = CliJson({"spent", "--job", "g", "--delta", "1e-5", "--accountant", "spa", "--json"});
+  EXPECT_NEAR(spa["epsilon"]["estimate"].get<double>(), 4.3766710687, 5e-11) << spa;
+
+  // The finite-sample bound cannot certify delta 1e-5 (edgeworth.md S4.6): refused, with
+  // the CDF error bounds that prevent it.
+  ASSERT_EQ(Cli({"job", "create", "--job", "e", "--epsilon", "100", "--delta", "1e-5",
+                 "--accountant", "edgeworth"})
+                .exit_code,
+            0);
+  Json refused = CliJson({"step", "--job", "e", "--seq", "1", "--step", sg, "--json"});
+  EXPECT_EQ(refused["admitted"], false) << refused;
+  const std::string reason = refused["refusal_reason"].get<std::string>();
+  EXPECT_THAT(reason, HasSubstr("not a certified bound"));
+  EXPECT_THAT(reason, HasSubstr("never falls to delta=1e-05"));
+  EXPECT_THAT(reason, HasSubstr("Delta_Y="));
+  EXPECT_EQ(refused["num_steps"], 0);
+}
+
+// Bad accountant flags stop dpledgerd before it serves, naming the flag.
+TEST(ServerFlags, BadAccountantFlagsStopStartUpNamingTheFlag) {
+  TempDir dir;
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--edgeworth-mode", "paper"}, "--edgeworth-mode must be one of clamped, literal"},
+      {{"--spa-estimator=msd0"}, "--spa-estimator must be one of sp-clt"},
+      {{"--edgeworth-order", "4"}, "--edgeworth-order must be in [0, 3], got 4"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::vector<std::string> argv = {ServerBinary(),      "--insecure",       "--listen",
+                                     "127.0.0.1:0",       "--data-dir",       dir.File("data"),
+                                     "--metrics-listen", ""};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    CommandResult r = RunCommand(argv, 60000);
+    EXPECT_EQ(r.exit_code, 1) << message << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(message));
+  }
+}
+
 }  // namespace
 }  // namespace dpledger::e2e

@@ -1,5 +1,10 @@
-// The offline `dpledger account --accountant mc` and `dpledger verify` contracts
-// (issue 3 "CLI"): run the binary and check exit codes, JSON keys and numbers.
+// The offline `dpledger account` (mc, and the edgeworth/spa option flags) and
+// `dpledger verify` contracts (issue 3 "CLI"): run the binary and check exit codes,
+// JSON keys and numbers.
+#include <optional>
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "gmock/gmock.h"
@@ -74,6 +79,100 @@ TEST(OfflineCli, McAccountRejectsTooFewSamples) {
                                 "--samples", "1", "--step", "gaussian:sigma=1"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("--samples"));
+}
+
+// edgeworth.md TV-C, p = 0.01, sigma = 0.8, 10000 steps, delta = 1e-5: the estimate of
+// each order and mode (10 printed decimals). The finite-sample bound cannot certify at
+// 1e-5, so upper is null and the (mode-independent) certified lower end is reported.
+TEST(OfflineCli, EdgeworthOrderAndModeFlagsChooseTheEstimate) {
+  struct Case {
+    std::vector<std::string> flags;
+    double estimate;
+  };
+  const std::vector<Case> cases = {
+      {{}, 10.4310023538},  // order 2, clamped (the defaults)
+      {{"--edgeworth-order", "1"}, 10.3368324189},
+      {{"--edgeworth-order", "1", "--edgeworth-mode", "literal"}, 10.6129103573},
+      {{"--edgeworth-order=3", "--edgeworth-mode=literal"}, 10.9752105090},
+      {{"--edgeworth-order", "0", "--edgeworth-mode", "clamped"}, 9.9910552756},
+  };
+  std::optional<double> lower;
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"account", "--accountant", "edgeworth", "--delta", "1e-5",
+                                     "--step", "subsampled_gaussian:sigma=0.8,q=0.01,count=10000",
+                                     "--json"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    Json j = RunJson(args);
+    const Json& e = j["epsilon"];
+    ASSERT_TRUE(e.is_object()) << j;
+    EXPECT_NEAR(e["estimate"].get<double>(), c.estimate, 5e-11) << j;
+    EXPECT_EQ(e["guarantee"], "estimate");
+    EXPECT_TRUE(e["upper"].is_null()) << j;
+    if (!lower) lower = e["lower"].get<double>();
+    EXPECT_EQ(e["lower"].get<double>(), *lower) << j;
+  }
+}
+
+// spa.md Table 9.2, one Gaussian step of sigma 1 at delta 1e-5: the estimate follows
+// --spa-estimator; the certified bounds do not depend on it.
+TEST(OfflineCli, SpaEstimatorFlagChoosesTheEstimate) {
+  struct Case {
+    std::string estimator;
+    double estimate, tol;
+  };
+  const std::vector<Case> cases = {
+      {"", 4.3771780957, 5e-11},  // sp-clt, the default
+      {"sp-clt", 4.3771780957, 5e-11},
+      {"sp-msd0", 4.3766710687, 5e-11},
+      {"sp-msd1", 4.3772333975, 5e-11},
+      // Gaussian PLRVs have no cumulant beyond the second: the Edgeworth-corrected
+      // SP-CLT is the exact closed form (TV-A: 4.377178095681225).
+      {"sp-ew2", 4.377178095681225, 1e-9},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"account", "--accountant", "spa", "--delta", "1e-5",
+                                     "--step", "gaussian:sigma=1", "--json"};
+    if (!c.estimator.empty()) {
+      args.push_back("--spa-estimator");
+      args.push_back(c.estimator);
+    }
+    Json j = RunJson(args);
+    const Json& e = j["epsilon"];
+    ASSERT_TRUE(e.is_object()) << j;
+    EXPECT_NEAR(e["estimate"].get<double>(), c.estimate, c.tol) << c.estimator;
+    EXPECT_EQ(e["guarantee"], "certified");
+    EXPECT_NEAR(e["upper"].get<double>(), 4.728386987, 5e-9) << c.estimator;
+  }
+}
+
+TEST(OfflineCli, AccountantOptionFlagsRejectBadValuesNamingTheFlag) {
+  const std::string sg = "subsampled_gaussian:sigma=1,q=0.01,count=100";
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--accountant", "edgeworth", "--edgeworth-order", "4"},
+       "--edgeworth-order must be in [0, 3]"},
+      {{"--accountant", "edgeworth", "--edgeworth-order", "-1"}, "--edgeworth-order"},
+      {{"--accountant", "edgeworth", "--edgeworth-order", "two"}, "--edgeworth-order"},
+      {{"--accountant", "edgeworth", "--edgeworth-mode", "paper"},
+       "--edgeworth-mode must be one of clamped, literal, got 'paper'"},
+      {{"--accountant", "spa", "--spa-estimator", "clt"}, "--spa-estimator must be one of sp-clt"},
+      {{"--accountant", "pld", "--edgeworth-mode", "literal"},
+       "apply only to --accountant edgeworth"},
+      {{"--edgeworth-order", "1"}, "apply only to --accountant edgeworth"},  // pld, the default
+      {{"--accountant", "edgeworth", "--spa-estimator", "sp-msd0"},
+       "--spa-estimator applies only to --accountant spa"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> argv = {CliBinary(), "account", "--delta", "1e-5", "--step", sg};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    CommandResult r = RunCommand(argv);
+    EXPECT_EQ(r.exit_code, 2) << c.message;
+    EXPECT_THAT(r.err, HasSubstr(c.message));
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
 }
 
 // 1200 Gaussian steps, sigma 70 (the paper's setting): mu = sqrt(1200)/70, and the
