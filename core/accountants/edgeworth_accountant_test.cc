@@ -63,6 +63,8 @@ TEST(EdgeworthAccountant, GaussianLedgerIsTheExactClosedFormTvA) {
   auto g = Mechanism::Gaussian(80);
   ASSERT_TRUE(g.ok());
   ASSERT_THAT(a->Compose(*g, 1500), IsOk());
+  // TV-A's mu_tot column (S7, Fig. 2: 0.4841229183).
+  ExpectPrinted(std::sqrt(AsEdgeworth(*a).Sums().gaussian_mu2), "0.484122918275927", "mu_tot");
   auto e = a->EpsilonForDelta(1e-5);
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->guarantee, Guarantee::kCertified);

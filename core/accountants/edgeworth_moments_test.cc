@@ -202,8 +202,11 @@ TEST(EdgeworthMoments, GaussianRecordIsTheClosedForm) {
   EXPECT_DOUBLE_EQ(g.y.k1, 2.0);
   EXPECT_DOUBLE_EQ(g.x.k2, 4.0);
   EXPECT_EQ(g.x.k3, 0);
-  EXPECT_NEAR(g.x.abs3 / 8, 1.5957691216057, 1e-13);
-  EXPECT_NEAR((g.x.abs3 + g.x.abs1 * g.x.k2) / 8, 2.3936536824086, 1e-13);
+  ExpectPrinted(g.x.abs3 / 8, "1.5957691216057", "K3");
+  ExpectPrinted((g.x.abs3 + g.x.abs1 * g.x.k2) / 8, "2.3936536824086", "K3tilde");
+  // TV-E's Gaussian inputs, printed to 16 digits.
+  ExpectPrinted(g.x.abs3 / 8, "1.595769121605731", "TV-E K3");
+  ExpectPrinted((g.x.abs3 + g.x.abs1 * g.x.k2) / 8, "2.393653682408596", "TV-E K3t");
   EXPECT_DOUBLE_EQ(g.x.mu4 / 16, 3.0);
 }
 
