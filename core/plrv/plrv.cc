@@ -27,7 +27,8 @@ class GaussianPlrv final : public Plrv {
   double LogDeltaForEpsilon(double epsilon) const override {
     return GaussianLogDelta(mu_, epsilon);
   }
-  absl::StatusOr<TiltedMoments> Tilted(double t) const override {
+  // Every cumulant past K'' is 0, so k5 = k6 = 0 at either order.
+  absl::StatusOr<TiltedMoments> TiltedUpTo(double t, CumulantOrder /*order*/) const override {
     const double s2 = mu_ * mu_;
     TiltedMoments r;
     r.k = s2 * t * (t + 1) / 2;
@@ -61,7 +62,7 @@ class DiscretePlrv final : public Plrv {
   double CdfP(double y) const override { return Sum(y, true, false); }
   double SfQ(double y) const override { return Sum(y, false, true); }
   double CdfQ(double y) const override { return Sum(y, false, false); }
-  absl::StatusOr<TiltedMoments> Tilted(double t) const override {
+  absl::StatusOr<TiltedMoments> TiltedUpTo(double t, CumulantOrder order) const override {
     if (inf_mass_ > 0 && t != -1) {
       return absl::UnimplementedError(
           "approximate DP with delta > 0 has an infinite privacy loss; its cumulant "
@@ -71,7 +72,7 @@ class DiscretePlrv final : public Plrv {
     for (const DiscreteAtom& a : atoms_) {
       if (a.p > 0) parts.push_back({a.loss, std::log(a.p)});
     }
-    return TiltedFromParts(t, parts, nullptr);
+    return TiltedFromParts(t, parts, nullptr, order);
   }
 
  private:
@@ -126,14 +127,14 @@ class LaplacePlrv final : public Plrv {
     if (epsilon >= d_) return -kInf;
     return Log1mExp((epsilon - d_) / 2);  // 1 - e^{(eps - d)/2}
   }
-  absl::StatusOr<TiltedMoments> Tilted(double t) const override {
+  absl::StatusOr<TiltedMoments> TiltedUpTo(double t, CumulantOrder order) const override {
     const std::vector<LossAtom> atoms = {{d_, -std::log(2.0)}, {-d_, -d_ - std::log(2.0)}};
     LossDensity density;
     density.x_lo = -d_;
     density.x_hi = d_;
     density.loss = [](double l) { return l; };
     density.log_density = [d = d_](double l) { return (l - d) / 2 - std::log(4.0); };
-    return TiltedFromParts(t, atoms, &density);
+    return TiltedFromParts(t, atoms, &density, order);
   }
 
  private:
@@ -205,7 +206,7 @@ class SubsampledGaussianPlrv final : public Plrv {
     return b < a ? LogSubExp(a, b) : -kInf;
   }
 
-  absl::StatusOr<TiltedMoments> Tilted(double t) const override {
+  absl::StatusOr<TiltedMoments> TiltedUpTo(double t, CumulantOrder order) const override {
     // Remove-direction CGF via the trapezoid rule of spa.md 6.3, in u = output/s
     // under Q. The add direction is K_add(t) = K_remove(-1 - t).
     const double tr = add_ ? -1 - t : t;
@@ -224,10 +225,11 @@ class SubsampledGaussianPlrv final : public Plrv {
       return LogAddExp(log_1mq_, log_q_ + u / s_ - 1 / (2 * s_ * s_));
     };
     // E_P[e^{tL}] = E_Q[e^{(t+1)L}]: weight e^{L} changes measure from Q to P.
-    TiltedMoments m = TiltedTrapezoid(tr, u_lo, u_hi, h, loss, loss);
-    if (add_) {
+    TiltedMoments m = TiltedTrapezoid(tr, u_lo, u_hi, h, loss, loss, order);
+    if (add_) {  // d^j/dt^j K(-1 - t) = (-1)^j K^(j)(-1 - t)
       m.k1 = -m.k1;
       m.k3 = -m.k3;
+      m.k5 = -m.k5;
     }
     return m;
   }
@@ -287,7 +289,7 @@ class SubsampledLaplacePlrv final : public Plrv {
   double CdfQ(double y) const override { return add_ ? Prob(-y, true, false, false) : Prob(y, false, true, true); }
   double SfQ(double y) const override { return add_ ? Prob(-y, true, true, false) : Prob(y, false, false, true); }
 
-  absl::StatusOr<TiltedMoments> Tilted(double t) const override {
+  absl::StatusOr<TiltedMoments> TiltedUpTo(double t, CumulantOrder order) const override {
     // Base law under Q (Laplace(0,1)) with change of measure e^{L}: E_P[e^{tL}] =
     // E_Q[e^{(t+1)L}]. Atoms: o <= 0 (mass 1/2, l = -d), o >= d (mass e^{-d}/2, l = d);
     // density e^{-o}/2 on (0, d) with l = 2o - d.
@@ -299,10 +301,11 @@ class SubsampledLaplacePlrv final : public Plrv {
     density.x_hi = d_;
     density.loss = [this](double o) { return LossOfL(2 * o - d_); };
     density.log_density = [this](double o) { return -o - std::log(2.0) + LossOfL(2 * o - d_); };
-    TiltedMoments m = TiltedFromParts(tr, atoms, &density);
-    if (add_) {
+    TiltedMoments m = TiltedFromParts(tr, atoms, &density, order);
+    if (add_) {  // d^j/dt^j K(-1 - t) = (-1)^j K^(j)(-1 - t)
       m.k1 = -m.k1;
       m.k3 = -m.k3;
+      m.k5 = -m.k5;
     }
     return m;
   }

@@ -31,7 +31,15 @@ struct TiltedMoments {
   double k3 = 0;    // K'''(t)
   double k4 = 0;    // K''''(t) = 4th cumulant
   double abs3 = 0;  // E_t|Y - K'(t)|^3 (tilted third absolute central moment, P_t)
+  // K^(5)(t), K^(6)(t): computed only for CumulantOrder::kSixth, else 0.
+  double k5 = 0;
+  double k6 = 0;
 };
+
+// How many cumulants Plrv::TiltedUpTo computes. K^(5), K^(6) feed only the SPA's
+// opt-in ICML order-3 estimator (spa.md 4.2, 6); they cost two more sums per
+// quadrature point, which the default path skips.
+enum class CumulantOrder { kFourth, kSixth };
 
 class Plrv {
  public:
@@ -57,9 +65,15 @@ class Plrv {
   // as a difference of logs; mechanisms with a closed form override it.
   virtual double LogDeltaForEpsilon(double epsilon) const;
 
-  // K(t) and tilted moments. Finite for every real t for Gaussian-type
-  // mechanisms; for bounded losses too. Error when not finite (e.g. approx DP).
-  virtual absl::StatusOr<TiltedMoments> Tilted(double t) const = 0;
+  // K(t) and tilted moments through K''''. Finite for every real t for
+  // Gaussian-type mechanisms; for bounded losses too. Error when not finite
+  // (e.g. approx DP).
+  absl::StatusOr<TiltedMoments> Tilted(double t) const {
+    return TiltedUpTo(t, CumulantOrder::kFourth);
+  }
+  // The same; with kSixth also k5, k6 (from tilted central moments, spa.md 6:
+  // K5 = mu5 - 10 mu3 mu2, K6 = mu6 - 15 mu4 mu2 - 10 mu3^2 + 30 mu2^3).
+  virtual absl::StatusOr<TiltedMoments> TiltedUpTo(double t, CumulantOrder order) const = 0;
 };
 
 // log delta(eps) of the mu-GDP curve (the Gaussian mechanism composed to total

@@ -12,10 +12,38 @@ namespace {
 
 // Central moments from (value, probability) pairs and optional integrals.
 struct Accum {
-  double mass = 0, m1 = 0, c2 = 0, c3 = 0, c4 = 0, a3 = 0;
+  double m1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, a3 = 0;
 };
 
-TiltedMoments Finish(double log_norm, const Accum& a) {
+// Second pass over the points: central moments about `mean`, weights w_i / z.
+// kSixth adds mu5, mu6; the flag is a template parameter so the default
+// instantiation is the four-moment loop unchanged.
+template <bool kSixth, typename LossAt>
+Accum CentralMoments(size_t n, const double* w, const LossAt& loss_at, double z, double mean) {
+  Accum a;
+  a.m1 = mean;
+  for (size_t i = 0; i < n; ++i) {
+    const double p = w[i] / z, d = loss_at(i) - mean, d2 = d * d;
+    a.c2 += p * d2;
+    a.c3 += p * d2 * d;
+    a.c4 += p * d2 * d2;
+    a.a3 += p * d2 * std::fabs(d);
+    if constexpr (kSixth) {
+      a.c5 += p * d2 * d2 * d;
+      a.c6 += p * d2 * d2 * d2;
+    }
+  }
+  return a;
+}
+
+template <typename LossAt>
+Accum Central(CumulantOrder order, size_t n, const double* w, const LossAt& loss_at, double z,
+              double mean) {
+  return order == CumulantOrder::kSixth ? CentralMoments<true>(n, w, loss_at, z, mean)
+                                        : CentralMoments<false>(n, w, loss_at, z, mean);
+}
+
+TiltedMoments Finish(double log_norm, const Accum& a, CumulantOrder order) {
   TiltedMoments r;
   r.k = log_norm;
   r.k1 = a.m1;
@@ -23,6 +51,11 @@ TiltedMoments Finish(double log_norm, const Accum& a) {
   r.k3 = a.c3;
   r.k4 = a.c4 - 3 * a.c2 * a.c2;
   r.abs3 = a.a3;
+  if (order == CumulantOrder::kSixth) {
+    // spa.md 6: cumulants from central moments.
+    r.k5 = a.c5 - 10 * a.c3 * a.c2;
+    r.k6 = a.c6 - 15 * a.c4 * a.c2 - 10 * a.c3 * a.c3 + 30 * a.c2 * a.c2 * a.c2;
+  }
   return r;
 }
 
@@ -87,7 +120,7 @@ double KinkCorrection(double t, double u_lo, double h, double m, double gmax, do
 }  // namespace
 
 TiltedMoments TiltedFromParts(double t, const std::vector<LossAtom>& atoms,
-                              const LossDensity* density) {
+                              const LossDensity* density, CumulantOrder order) {
   // The density part is sampled once at composite Gauss-Legendre nodes (20 per
   // panel); every moment is then a weighted sum over the same points. Panels are
   // narrow enough that the log-integrand changes by at most ~8 across one, so
@@ -130,21 +163,15 @@ TiltedMoments TiltedFromParts(double t, const std::vector<LossAtom>& atoms,
     z += w[i];
     s1 += w[i] * points[i].loss;
   }
-  Accum acc;
-  acc.m1 = s1 / z;
-  for (size_t i = 0; i < points.size(); ++i) {
-    const double p = w[i] / z, d = points[i].loss - acc.m1, d2 = d * d;
-    acc.c2 += p * d2;
-    acc.c3 += p * d2 * d;
-    acc.c4 += p * d2 * d2;
-    acc.a3 += p * d2 * std::fabs(d);
-  }
-  return Finish(gmax + std::log(z), acc);
+  auto loss_at = [&points](size_t i) { return points[i].loss; };
+  const Accum acc = Central(order, points.size(), w.data(), loss_at, z, s1 / z);
+  return Finish(gmax + std::log(z), acc, order);
 }
 
 TiltedMoments TiltedTrapezoid(double t, double u_lo, double u_hi, double h,
                               const std::function<double(double)>& loss,
-                              const std::function<double(double)>& log_weight) {
+                              const std::function<double(double)>& log_weight,
+                              CumulantOrder order) {
   const int n = static_cast<int>(std::ceil((u_hi - u_lo) / h)) + 1;
   std::vector<double> g(n), l(n);
   double gmax = -kInf;
@@ -161,17 +188,10 @@ TiltedMoments TiltedTrapezoid(double t, double u_lo, double u_hi, double h,
     s += w;
     s1 += w * l[i];
   }
-  Accum acc;
-  acc.m1 = s1 / s;
-  for (int i = 0; i < n; ++i) {
-    const double p = g[i] / s, d = l[i] - acc.m1, d2 = d * d;
-    acc.c2 += p * d2;
-    acc.c3 += p * d2 * d;
-    acc.c4 += p * d2 * d2;
-    acc.a3 += p * d2 * std::fabs(d);
-  }
+  auto loss_at = [&l](size_t i) { return l[i]; };
+  Accum acc = Central(order, g.size(), g.data(), loss_at, s, s1 / s);
   acc.a3 += KinkCorrection(t, u_lo, h, acc.m1, gmax, s, l, loss, log_weight);
-  return Finish(gmax + std::log(h * s), acc);
+  return Finish(gmax + std::log(h * s), acc, order);
 }
 
 }  // namespace dpledger::core

@@ -28,15 +28,17 @@ struct LossDensity {
 // central moments. The integral uses composite Gauss-Legendre (20 nodes per
 // panel, panels sized to the tilt). E|Y - K'|^3 has a kink at the mean, so `abs3`
 // is accurate to ~1e-7 relative rather than to rounding (spa.md 6.2 notes the
-// same for P_t); K..K are accurate to ~1e-13.
+// same for P_t); K..K are accurate to ~1e-13. `order` kSixth also fills k5, k6.
 TiltedMoments TiltedFromParts(double t, const std::vector<LossAtom>& atoms,
-                              const LossDensity* density);
+                              const LossDensity* density,
+                              CumulantOrder order = CumulantOrder::kFourth);
 
 // The same for a Gaussian-type loss on u ~ N(0,1) (spa.md 6.3): the tilted law is
 // proportional to exp(log_weight(u) + t * loss(u)) phi(u) (log_weight includes any
 // change of measure); trapezoid rule on [u_lo, u_hi] with step h, in log space.
 TiltedMoments TiltedTrapezoid(double t, double u_lo, double u_hi, double h,
                               const std::function<double(double)>& loss,
-                              const std::function<double(double)>& log_weight);
+                              const std::function<double(double)>& log_weight,
+                              CumulantOrder order = CumulantOrder::kFourth);
 
 }  // namespace dpledger::core
