@@ -55,7 +55,9 @@ class SpaAccountant final : public Accountant {
     diagnostics_.clear();
     DeltaBound out{0, 0, 0, Guarantee::kCertified, 0};
     for (const SpaLedgerCgf* cgf : Directions()) {
-      absl::StatusOr<SpaDeltaPoint> p = EvaluateSpaDelta(*cgf, epsilon);
+      SpaDeltaOptions delta_options;
+      delta_options.with_icml_k3 = options_.estimator == SpaEstimator::kIcmlK3;
+      absl::StatusOr<SpaDeltaPoint> p = EvaluateSpaDelta(*cgf, epsilon, delta_options);
       if (!p.ok()) return p.status();
       NoteReliability(*cgf, *p);
       const double lower = p->log_lower == -kInf ? 0 : std::exp(p->log_lower);
@@ -127,10 +129,12 @@ absl::StatusOr<std::unique_ptr<Accountant>> CreateSpaAccountant(const SpaOptions
     case SpaEstimator::kMsd0:
     case SpaEstimator::kMsd1:
     case SpaEstimator::kEw2:
+    case SpaEstimator::kIcmlK3:
       return std::make_unique<SpaAccountant>(options);
   }
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "estimator must be clt, msd0, msd1 or ew2, got %d", static_cast<int>(options.estimator)));
+  return absl::InvalidArgumentError(
+      absl::StrFormat("estimator must be clt, msd0, msd1, ew2 or icml-k3, got %d",
+                      static_cast<int>(options.estimator)));
 }
 
 }  // namespace dpledger::core

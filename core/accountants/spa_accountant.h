@@ -11,8 +11,10 @@
 //    interval around SP-CLT (spa.md 5.1-5.2), capped by the moments-accountant
 //    bound (43) and delta <= 1 - e^{eps - ess sup}, with floating-point margins;
 //    for epsilon, the inversion of spa.md 5.4. Budgets are charged with `upper`.
-//  - estimate: SP-CLT by default (SpaOptions::estimator: SP-CLT, SP-MSD0, SP-MSD1
-//    or SP-EW2), no guarantee; clamped into [lower, upper] since the truth lies there.
+//  - estimate: SP-CLT by default (SpaOptions::estimator: SP-CLT, SP-MSD0, SP-MSD1,
+//    SP-EW2, or the opt-in ICML k=3), no guarantee; clamped into [lower, upper]
+//    since the truth lies there. Where a series estimator's factor is not positive
+//    (e.g. ICML k=3 at large delta) the delta estimate is SP-CLT.
 //    Every variant assumes the tilted composed loss is nearly Gaussian. With Poisson
 //    subsampling at small q the saddle point sits where only a few sampled steps
 //    carry the tilted mass, and all are far off: sigma = 1, q = 1e-3, 1e4 steps,

@@ -8,6 +8,7 @@
 #include "core/accountants/spa_ma_bound.h"
 #include "core/accountants/spa_mills.h"
 #include "core/accountants/spa_tilt_solver.h"
+#include "core/util/check.h"
 #include "core/util/log_math.h"
 
 namespace dpledger::core {
@@ -56,6 +57,11 @@ double SpaDeltaPoint::LogSeriesEstimate(SpaEstimator estimator) const {
     case SpaEstimator::kEw2:
       // Likewise the Edgeworth terms (spa.md 4.4).
       return ew2_factor > 0 ? log_clt + std::log(ew2_factor) : -kInf;
+    case SpaEstimator::kIcmlK3: {
+      DPL_CHECK(has_icml_k3);
+      // Negative as t0 -> 0 (spa.md 4.2: 1 + 3/4 - 10/3) and at large tilts.
+      return icml_k3_factor > 0 ? log_msd0 + std::log(icml_k3_factor) : -kInf;
+    }
   }
   return log_clt;
 }
@@ -135,6 +141,23 @@ absl::StatusOr<SpaDeltaPoint> EvaluateSpaDelta(const SpaLedgerCgf& cgf, double e
   const double phi4 = c.k4 + 6 / (t * t * t * t) + 6 / (u * u * u * u);
   p.log_msd0 = base - std::log(t) - std::log1p(t) - 0.5 * (kLog2Pi + std::log(phi2));
   p.msd1_factor = 1 + phi4 / (8 * phi2 * phi2) - 5 * phi3 * phi3 / (24 * phi2 * phi2 * phi2);
+  if (options.with_icml_k3) {
+    // ICML k=3 (spa.md 4.2): the whole Bell terms beta_m = (-1)^m B_2m(0, 0,
+    // phi3, ..., phi_2m) / (2^m m! phi2^m) for m = 2, 3. B_6 with x1 = x2 = 0 is
+    // x6 + 10 x3^2: phi5 (K^(5)) does not enter. A non-finite value (huge
+    // cumulants of a nearly degenerate law) is "no estimate", as for SP-EW2.
+    absl::StatusOr<SpaCumulants> six = cgf.At(t, CumulantOrder::kSixth);
+    if (!six.ok()) return six.status();
+    p.at_t0.k5 = six->k5;
+    p.at_t0.k6 = six->k6;
+    const double t3 = t * t * t, u3 = u * u * u;
+    const double phi6 = six->k6 + 120 / (t3 * t3) + 120 / (u3 * u3);
+    p.has_icml_k3 = true;
+    p.icml_beta2 = phi4 / (8 * phi2 * phi2);
+    p.icml_beta3 = -(phi6 + 10 * phi3 * phi3) / (48 * phi2 * phi2 * phi2);
+    p.icml_k3_factor = 1 + p.icml_beta2 + p.icml_beta3;
+    if (!std::isfinite(p.icml_k3_factor)) p.icml_k3_factor = 0;
+  }
 
   // Certified interval (spa.md 5.2): the factors (1 +- eta) become e^{+-margin},
   // margin = log(1 + eta) + the modelled error of K_tot (which shifts log delta

@@ -41,6 +41,7 @@ class Scanner {
     options.t_start = t_warm_;
     // (43) is inverted separately (see spa_epsilon.h).
     options.with_ma_ref = false;
+    options.with_icml_k3 = estimator_ == SpaEstimator::kIcmlK3;
     absl::StatusOr<SpaDeltaPoint> p = EvaluateSpaDelta(cgf_, eps, options);
     if (!p.ok()) return p.status();
     if (p->has_saddle) t_warm_ = p->t0;

@@ -6,8 +6,8 @@
 //              [0, eps_MA_ref], refined by TOMS 748. Certified.
 //   lower    = the largest eps found with delta_lower(eps) >= delta, else 0. Certified.
 //   estimate = the first root of log delta_est(eps) = log delta on the same grid,
-//              refined to ~1e-12 relative, clamped into [lower, upper]. For SP-MSD1
-//              and SP-EW2 delta_est is the series itself (SpaDeltaPoint::
+//              refined to ~1e-12 relative, clamped into [lower, upper]. For SP-MSD1,
+//              SP-EW2 and ICML k=3 delta_est is the series itself (SpaDeltaPoint::
 //              LogSeriesEstimate), so where it collapses through 0 at large tilts
 //              its root is that collapse, as in spa.md 8.3 (sigma = 2, q = 0.01,
 //              n = 100 and 300, delta = 1e-5: SP-MSD1 eps 0.0610 and 0.297, both

@@ -46,31 +46,36 @@ void SpaLedgerCgf::SetLedger(std::span<const MechanismEvent> events) {
   ess_sup_upper_ = std::isfinite(ess) ? ess * (1 + kEssSupRoundUp) : kInf;
 }
 
-absl::StatusOr<SpaCumulants> SpaLedgerCgf::At(double t) const {
+absl::StatusOr<SpaCumulants> SpaLedgerCgf::At(double t, CumulantOrder order) const {
+  const bool sixth = order == CumulantOrder::kSixth;
   SpaCumulants c;
   c.t = t;
   for (const Term& term : terms_) {
     auto it = term.cache.find(t);
-    if (it == term.cache.end()) {
+    if (it == term.cache.end() || (sixth && it->second.order != CumulantOrder::kSixth)) {
       ++tilt_evaluations_;
-      absl::StatusOr<TiltedMoments> m = term.plrv->Tilted(t);
+      absl::StatusOr<TiltedMoments> m = term.plrv->TiltedUpTo(t, order);
       if (!m.ok()) return m.status();
       if (term.cache.size() >= kMaxCachedTilts) term.cache.clear();
-      it = term.cache.emplace(t, *m).first;
+      it = term.cache.insert_or_assign(t, CachedTilt{*m, order}).first;
     }
-    const TiltedMoments& m = it->second;
+    const TiltedMoments& m = it->second.moments;
     const double n = term.count;
     c.k += n * m.k;
     c.k1 += n * m.k1;
     c.k2 += n * m.k2;
     c.k3 += n * m.k3;
     c.k4 += n * m.k4;
+    if (sixth) {
+      c.k5 += n * m.k5;
+      c.k6 += n * m.k6;
+    }
     c.abs3 += n * m.abs3;
     c.k_abs_error += n * (kKRelError * std::fabs(m.k) + kKAbsError);
     const double min_spread = kMinRelativeSpread * std::fabs(m.k1);
     if (!(m.k2 > min_spread * min_spread)) c.degenerate = true;
   }
-  for (double v : {c.k, c.k1, c.k2, c.k3, c.k4, c.abs3}) {
+  for (double v : {c.k, c.k1, c.k2, c.k3, c.k4, c.k5, c.k6, c.abs3}) {
     if (!std::isfinite(v)) {
       return absl::InternalError(
           absl::StrFormat("composed cumulants are not finite at tilt t = %g", t));

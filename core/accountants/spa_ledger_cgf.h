@@ -27,6 +27,8 @@ namespace dpledger::core {
 struct SpaCumulants {
   double t = 0;
   double k = 0, k1 = 0, k2 = 0, k3 = 0, k4 = 0;  // K_tot and its derivatives
+  // K_tot^(5), K_tot^(6): only from At(t, CumulantOrder::kSixth), else 0.
+  double k5 = 0, k6 = 0;
   double abs3 = 0;                               // P_t = sum n_j E|(L_j)_t - E(L_j)_t|^3
   // Modelled absolute error of k: sum_j n_j (1e-12 |K_j| + 1e-14), from the
   // quadrature accuracy measured against 40-digit references (spa_cgf_test.cc:
@@ -53,8 +55,10 @@ class SpaLedgerCgf {
   int num_distinct() const { return static_cast<int>(terms_.size()); }
 
   // Totals at tilt t (any real t where every K_j is finite). Errors from
-  // Plrv::Tilted pass through; non-finite totals are INTERNAL.
-  absl::StatusOr<SpaCumulants> At(double t) const;
+  // Plrv::Tilted pass through; non-finite totals are INTERNAL. kSixth also sums
+  // K^(5), K^(6) (the ICML k=3 estimator; a cached kFourth entry is recomputed).
+  absl::StatusOr<SpaCumulants> At(double t,
+                                  CumulantOrder order = CumulantOrder::kFourth) const;
 
   // ess sup of the composed loss, rounded up (sum n_j LossMax_j times 1 + 1e-12);
   // +inf when any mechanism's loss is unbounded. delta(eps) = 0 for eps >= this.
@@ -64,12 +68,16 @@ class SpaLedgerCgf {
   int64_t tilt_evaluations() const { return tilt_evaluations_; }
 
  private:
+  struct CachedTilt {
+    TiltedMoments moments;
+    CumulantOrder order;  // kSixth: k5, k6 are set
+  };
   struct Term {
     Mechanism mechanism;
     std::shared_ptr<const Plrv> plrv;  // immutable, shared by copies
     double count = 0;
     // Keyed by the exact t; filled by const At() (a cache, not state).
-    mutable std::unordered_map<double, TiltedMoments> cache;
+    mutable std::unordered_map<double, CachedTilt> cache;
   };
   Direction direction_;
   std::vector<Term> terms_;

@@ -51,6 +51,8 @@ std::string_view SpaEstimatorName(SpaEstimator estimator) {
       return "sp-msd1";
     case SpaEstimator::kEw2:
       return "sp-ew2";
+    case SpaEstimator::kIcmlK3:
+      return "icml-k3";
   }
   return {};
 }

@@ -26,8 +26,9 @@ TEST(AccountantOptionNames, SpaEstimatorsRoundTrip) {
   EXPECT_EQ(SpaEstimatorName(SpaEstimator::kMsd0), "sp-msd0");
   EXPECT_EQ(SpaEstimatorName(SpaEstimator::kMsd1), "sp-msd1");
   EXPECT_EQ(SpaEstimatorName(SpaEstimator::kEw2), "sp-ew2");
-  for (SpaEstimator e :
-       {SpaEstimator::kClt, SpaEstimator::kMsd0, SpaEstimator::kMsd1, SpaEstimator::kEw2}) {
+  EXPECT_EQ(SpaEstimatorName(SpaEstimator::kIcmlK3), "icml-k3");
+  for (SpaEstimator e : {SpaEstimator::kClt, SpaEstimator::kMsd0, SpaEstimator::kMsd1,
+                         SpaEstimator::kEw2, SpaEstimator::kIcmlK3}) {
     absl::StatusOr<SpaEstimator> back = ParseSpaEstimator(SpaEstimatorName(e), "estimator");
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(*back, e);
@@ -42,7 +43,7 @@ TEST(AccountantOptionNames, UnknownNamesListTheKnownOnes) {
   EXPECT_THAT(ParseSpaEstimator("SP-CLT", "spa.estimator"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("spa.estimator must be one of sp-clt, sp-msd0, sp-msd1, sp-ew2, "
-                                 "got 'SP-CLT'")));
+                                 "icml-k3, got 'SP-CLT'")));
   EXPECT_THAT(ParseSpaEstimator("", "--spa-estimator"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got ''")));
 }
