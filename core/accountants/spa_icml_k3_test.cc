@@ -274,5 +274,22 @@ TEST(SpaIcmlK3, AccountantReportsSpCltWhereTheFactorIsNegative) {
   EXPECT_NEAR(e->estimate, std::clamp(0.136014019348, e->lower, e->upper), 1e-12);
 }
 
+TEST(SpaIcmlK3, AccountantEpsilonUsesTheIcmlRoot) {
+  // Through the accountant (both directions, the larger reported): n = 2951,
+  // delta = 1e-15 gives the spa.md 8.3 ICML k=3 error +3.30e-8 against the
+  // authors' truth 2.30904537502705, inside the certified interval.
+  SpaOptions options;
+  options.estimator = SpaEstimator::kIcmlK3;
+  absl::StatusOr<std::unique_ptr<Accountant>> a = CreateSpaAccountant(options);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE((*a)->Compose(Sg(2, 0.01), 2951).ok());
+  absl::StatusOr<EpsilonBound> e = (*a)->EpsilonForDelta(1e-15);
+  ASSERT_TRUE(e.ok()) << e.status();
+  const double truth = 2.30904537502705;
+  EXPECT_NEAR((e->estimate - truth) / truth, 3.30e-8, HalfUnit(3.30e-8, 3) + 1e-13);
+  EXPECT_LE(e->lower, truth);
+  EXPECT_GE(e->upper, truth);
+}
+
 }  // namespace
 }  // namespace dpledger::core
