@@ -19,9 +19,9 @@ int64_t NowMs() {
       .count();
 }
 
-// Whether a bound may charge the budget, and if not, why. With `explain`, an estimate's
-// refusal carries the accountant's own reason why it could not certify (e.g. Edgeworth:
-// its finite-sample error bounds are too wide at this delta).
+// Whether a bound may charge the budget, and if not, why. With `explain` (the accountant
+// that answered b), an estimate's refusal carries the accountant's own reason why it could
+// not certify (e.g. Edgeworth: its finite-sample error bounds are too wide at this delta).
 struct Verdict {
   bool fits = false;
   std::string reason;
@@ -34,7 +34,7 @@ Verdict Judge(const absl::StatusOr<core::EpsilonBound>& b, const core::Accountan
                                    std::string(b.status().message()))};
   }
   if (b->guarantee == core::Guarantee::kEstimate) {
-    const std::string why = explain ? explain->UncertifiedReasonAtDelta(budget_delta) : "";
+    const std::string why = explain ? core::UncertifiedReason(*explain) : "";
     return {false, absl::StrFormat("accountant '%s' gave an estimate, not a certified bound, "
                                    "at delta %g (estimate %.6g, certified lower %.6g, no "
                                    "certified upper)%s; only certified or verified bounds "

@@ -61,7 +61,7 @@ ABSL_FLAG(int, edgeworth_order, 2,
 ABSL_FLAG(std::string, edgeworth_mode, "clamped",
           "Edgeworth accountant estimate: clamped (production) or literal (as in the paper)");
 ABSL_FLAG(std::string, spa_estimator, "sp-clt",
-          "SPA accountant estimate: sp-clt, sp-msd0, sp-msd1 or sp-ew2");
+          "SPA accountant estimate: sp-clt, sp-msd0, sp-msd1, sp-ew2 or icml-k3");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
 
 namespace {

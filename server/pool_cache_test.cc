@@ -81,7 +81,9 @@ TEST(ExtendToLedger, ComposesTheMissingStepsOfAPrefix) {
     int64_t left = have;
     for (const core::MechanismEvent& e : ledger) {
       const int64_t n = std::min(left, e.count);
-      if (n > 0) ASSERT_TRUE(acc.Compose(e.mechanism, n).ok());
+      if (n > 0) {
+        ASSERT_TRUE(acc.Compose(e.mechanism, n).ok());
+      }
       left -= n;
     }
     ASSERT_TRUE(ExtendToLedger(acc, ledger));

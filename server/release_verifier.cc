@@ -102,7 +102,7 @@ absl::StatusOr<VerifyOutcome> VerifyRelease(const VerifyInput& in) {
         why.ok() ? (*acc)->DeltaForEpsilon(in.epsilon) : absl::StatusOr<core::DeltaBound>(why);
     if (bound.ok() && bound->guarantee != core::Guarantee::kCertified) {
       // With the accountant's own reason where it gives one (e.g. Edgeworth's error bounds).
-      const std::string reason = (*acc)->UncertifiedReasonAtEpsilon(in.epsilon);
+      const std::string reason = core::UncertifiedReason(**acc);
       bound = absl::FailedPreconditionError(absl::StrFormat(
           "answer is not a certified bound%s", reason.empty() ? "" : ": " + reason));
     }

@@ -15,6 +15,15 @@ std::string_view GuaranteeName(Guarantee g) {
   return "unknown";
 }
 
+std::string UncertifiedReason(const Accountant& acc) {
+  for (const AnswerDiagnostic& d : acc.LastDiagnostics()) {
+    if (d.name == kUncertifiedReason && std::holds_alternative<std::string>(d.value)) {
+      return std::get<std::string>(d.value);
+    }
+  }
+  return {};
+}
+
 absl::Status Accountant::Compose(const Mechanism& mechanism, int64_t count) {
   if (count < 1 || count > kMaxEventCount) {
     return absl::InvalidArgumentError(

@@ -47,6 +47,12 @@ struct AnswerDiagnostic {
   std::variant<double, std::string> value;
 };
 
+// The diagnostic naming why the last answer is only an estimate, in the
+// accountant's own words (e.g. Edgeworth: which finite-sample error bounds are too
+// wide), so that certified-only uses (step admission, the certified release
+// fallback) can say why they refuse it.
+inline constexpr std::string_view kUncertifiedReason = "uncertified_reason";
+
 // Smallest delta any query accepts: far below every practical target, far above
 // the double-precision floor so log-space code keeps its digits.
 inline constexpr double kMinQueryDelta = 1e-300;
@@ -78,15 +84,6 @@ class Accountant {
   // default; never part of the answer itself.
   virtual std::vector<AnswerDiagnostic> LastDiagnostics() const { return {}; }
 
-  // For certified-only uses (step admission, the certified release fallback) that
-  // refuse an answer which is only an estimate: why EpsilonForDelta(delta) or
-  // DeltaForEpsilon(epsilon) of this ledger has no guaranteed upper end, in the
-  // accountant's own words (e.g. Edgeworth: which finite-sample error bounds are
-  // too wide), so that the refusal can say it. Empty when that answer is
-  // guaranteed, for invalid arguments, or when the accountant gives no reason.
-  virtual std::string UncertifiedReasonAtDelta(double delta) const { return {}; }
-  virtual std::string UncertifiedReasonAtEpsilon(double epsilon) const { return {}; }
-
   // Bytes held in caches that are worth keeping between queries (the MC
   // accountant's sample pools); 0 for accountants whose state is cheap to rebuild.
   virtual size_t CacheBytes() const { return 0; }
@@ -108,5 +105,8 @@ class Accountant {
   std::vector<MechanismEvent> events_;
   int64_t num_steps_ = 0;
 };
+
+// The kUncertifiedReason diagnostic of acc's last answer; empty when it has none.
+std::string UncertifiedReason(const Accountant& acc);
 
 }  // namespace dpledger::core

@@ -71,25 +71,6 @@ std::unique_ptr<Accountant> EdgeworthAccountant::Clone() const {
   return std::make_unique<EdgeworthAccountant>(*this);
 }
 
-std::string EdgeworthAccountant::UncertifiedReasonAtDelta(double delta) const {
-  // The queries' own argument checks and their exact paths (empty or Gaussian ledger).
-  if (!(delta >= kMinQueryDelta && delta < 1) || events().empty() || Sums().all_gaussian) {
-    return {};
-  }
-  const auto eeai = EeaiDirections();
-  if (std::isfinite(EeaiEpsilon(delta, eeai).upper)) return {};
-  return EpsilonUncertifiedWhy(delta, eeai);
-}
-
-std::string EdgeworthAccountant::UncertifiedReasonAtEpsilon(double epsilon) const {
-  if (!(std::isfinite(epsilon) && epsilon >= 0) || events().empty() || Sums().all_gaussian) {
-    return {};
-  }
-  const auto eeai = EeaiDirections();
-  if (EeaiDelta(epsilon, eeai).upper < 1) return {};
-  return DeltaUncertifiedWhy(epsilon, eeai);
-}
-
 absl::Status EdgeworthAccountant::CheckSupported(const Mechanism& m) const {
   if (m.kind() == MechanismKind::kApproxDp && m.delta() > 0) {
     return EdgeworthPllrPair(m, Direction::kRemove).status();
@@ -172,6 +153,7 @@ std::array<EeaiDirection, 2> EdgeworthAccountant::EeaiDirections() const {
 }
 
 absl::StatusOr<EpsilonBound> EdgeworthAccountant::ComputeEpsilon(double delta) const {
+  diagnostics_.clear();
   const LedgerSums& s = Sums();
   if (s.all_gaussian) {
     // Exact (S2.1): every Edgeworth order equals the mu-GDP closed form.
@@ -186,18 +168,21 @@ absl::StatusOr<EpsilonBound> EdgeworthAccountant::ComputeEpsilon(double delta) c
     const double est = clamp() ? std::clamp(estimate, cert.lower, cert.upper) : estimate;
     return EpsilonBound{cert.lower, est, cert.upper, Guarantee::kCertified, 0};
   }
+  const std::string why = EpsilonUncertifiedWhy(delta, eeai);
   if (options_.require_certified) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "edgeworth: cannot certify epsilon at delta=%g: %s; the uncertified order-%d estimate is "
         "epsilon=%.6g, the certified lower bound %.6g",
-        delta, EpsilonUncertifiedWhy(delta, eeai), options_.order, estimate, cert.lower));
+        delta, why, options_.order, estimate, cert.lower));
   }
+  diagnostics_.push_back({std::string(kUncertifiedReason), why});
   // The EEAI lower end stays a valid bound; no upper bound is known.
   const double est = clamp() ? std::max(estimate, cert.lower) : estimate;
   return EpsilonBound{cert.lower, est, kInf, Guarantee::kEstimate, 0};
 }
 
 absl::StatusOr<DeltaBound> EdgeworthAccountant::ComputeDelta(double epsilon) const {
+  diagnostics_.clear();
   const LedgerSums& s = Sums();
   if (s.all_gaussian) {
     return GaussianDeltaBound(std::sqrt(s.gaussian_mu2), epsilon);
@@ -215,12 +200,14 @@ absl::StatusOr<DeltaBound> EdgeworthAccountant::ComputeDelta(double epsilon) con
     const double est = clamp() ? std::clamp(estimate, cert.lower, cert.upper) : estimate;
     return DeltaBound{cert.lower, est, cert.upper, Guarantee::kCertified, 0};
   }
+  const std::string why = DeltaUncertifiedWhy(epsilon, eeai);
   if (options_.require_certified) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "edgeworth: cannot certify delta at epsilon=%g: %s; the uncertified order-%d estimate "
         "is delta=%.6g, the certified lower bound %.6g",
-        epsilon, DeltaUncertifiedWhy(epsilon, eeai), options_.order, estimate, cert.lower));
+        epsilon, why, options_.order, estimate, cert.lower));
   }
+  diagnostics_.push_back({std::string(kUncertifiedReason), why});
   const double est = clamp() ? std::max(estimate, cert.lower) : estimate;
   return DeltaBound{cert.lower, est, 1.0, Guarantee::kEstimate, 0};
 }

@@ -12,8 +12,8 @@
 //    Where the EEAI cannot certify at the asked point (eps^+ = +inf, or
 //    delta^+ = 1), the answer is kEstimate with `lower` the still-valid
 //    certified lower bound and `upper` = +inf (epsilon) or 1 (delta) — or,
-//    with require_certified, FAILED_PRECONDITION saying why (the same reason
-//    UncertifiedReasonAtDelta/AtEpsilon give for certified-only callers).
+//    with require_certified, FAILED_PRECONDITION saying why (the same reason the
+//    answer's kUncertifiedReason diagnostic gives certified-only callers).
 //  * A ledger of Gaussian mechanisms only is answered by the exact closed form
 //    (S2.1), kCertified.
 //
@@ -86,10 +86,10 @@ class EdgeworthAccountant final : public Accountant {
 
   std::string_view Name() const override { return "edgeworth"; }
   std::unique_ptr<Accountant> Clone() const override;
-  // Where the EEAI cannot certify: which CDF error bounds keep it from falling to
-  // the asked delta (resp. below 1 at the asked epsilon), S4.1/S4.6.
-  std::string UncertifiedReasonAtDelta(double delta) const override;
-  std::string UncertifiedReasonAtEpsilon(double epsilon) const override;
+  // After an uncertified answer: kUncertifiedReason, which CDF error bounds keep
+  // the EEAI from falling to the asked delta (resp. below 1 at the asked epsilon),
+  // S4.1/S4.6.
+  std::vector<AnswerDiagnostic> LastDiagnostics() const override { return diagnostics_; }
   const EdgeworthOptions& options() const { return options_; }
 
   // Per-direction sums over the ledger (S2.5): index 0 = remove, 1 = add.
@@ -124,6 +124,7 @@ class EdgeworthAccountant final : public Accountant {
   // Records by mechanism spec, so repeated mechanisms integrate once.
   std::map<std::string, std::array<PllrPair, 2>> record_cache_;
   mutable std::optional<LedgerSums> sums_;
+  mutable std::vector<AnswerDiagnostic> diagnostics_;  // of the last answer
 };
 
 }  // namespace dpledger::core

@@ -269,7 +269,7 @@ TEST(EdgeworthAccountant, UncertifiedReasonNamesTheErrorBoundsExactlyWhereItCann
   auto e = a->EpsilonForDelta(0.1);
   ASSERT_TRUE(e.ok());
   ASSERT_EQ(e->guarantee, Guarantee::kEstimate);
-  const std::string why = a->UncertifiedReasonAtDelta(0.1);
+  const std::string why = UncertifiedReason(*a);
   EXPECT_THAT(why, AllOf(HasSubstr("delta=0.1"), HasSubstr("Delta_X=0.154"),
                          HasSubstr("Delta_Y=0.199"), HasSubstr("direction remove")));
   // The same words as the refusal of a certified-only accountant of that ledger.
@@ -281,27 +281,33 @@ TEST(EdgeworthAccountant, UncertifiedReasonNamesTheErrorBoundsExactlyWhereItCann
   // TV-F first row: certified at delta = 0.1 (no reason), not at 1e-5.
   auto f = Make();
   ASSERT_THAT(f->Compose(Sg(0.8, 0.4 / std::sqrt(5e4)), 50000), IsOk());
-  EXPECT_EQ(f->UncertifiedReasonAtDelta(0.1), "");
-  EXPECT_THAT(f->UncertifiedReasonAtDelta(1e-5), HasSubstr("never falls to delta=1e-05"));
+  ASSERT_TRUE(f->EpsilonForDelta(0.1).ok());
+  EXPECT_EQ(UncertifiedReason(*f), "");
+  ASSERT_TRUE(f->EpsilonForDelta(1e-5).ok());
+  EXPECT_THAT(UncertifiedReason(*f), HasSubstr("never falls to delta=1e-05"));
   // delta(eps): certified at eps = 0.7 (TV-F); 100 steps of two kinds have a
   // vacuous i.n.i.d. bound (n < 2.75 K4, S4.2), so delta^+ = 1 at every eps.
-  EXPECT_EQ(f->UncertifiedReasonAtEpsilon(0.7), "");
+  ASSERT_TRUE(f->DeltaForEpsilon(0.7).ok());
+  EXPECT_EQ(UncertifiedReason(*f), "");
   auto h = Make();
   ASSERT_THAT(h->Compose(Sg(0.8, 0.01), 50), IsOk());
   ASSERT_THAT(h->Compose(Sg(1.0, 0.02), 50), IsOk());
   auto d = h->DeltaForEpsilon(1.0);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->guarantee, Guarantee::kEstimate);
-  EXPECT_THAT(h->UncertifiedReasonAtEpsilon(1.0),
+  EXPECT_THAT(UncertifiedReason(*h),
               AllOf(HasSubstr("vacuous (1) at epsilon=1"), HasSubstr("Delta_X=1")));
 
-  // Exact or empty ledgers and invalid queries have nothing to explain.
+  // Exact (Gaussian) answers have nothing to explain; a certified answer clears
+  // the previous answer's reason.
   auto g = Make();
   ASSERT_THAT(g->Compose(*Mechanism::Gaussian(1.0), 10), IsOk());
-  EXPECT_EQ(g->UncertifiedReasonAtDelta(1e-10), "");
-  EXPECT_EQ(Make()->UncertifiedReasonAtDelta(1e-5), "");
-  EXPECT_EQ(a->UncertifiedReasonAtDelta(0), "");
-  EXPECT_EQ(a->UncertifiedReasonAtEpsilon(-1), "");
+  ASSERT_TRUE(g->EpsilonForDelta(1e-10).ok());
+  EXPECT_EQ(UncertifiedReason(*g), "");
+  ASSERT_TRUE(f->EpsilonForDelta(1e-5).ok());
+  ASSERT_NE(UncertifiedReason(*f), "");
+  ASSERT_TRUE(f->DeltaForEpsilon(0.7).ok());
+  EXPECT_EQ(UncertifiedReason(*f), "");
 }
 
 TEST(EdgeworthAccountant, PaperLiteralAndClampedModesMatchSpecTvC) {
