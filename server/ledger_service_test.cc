@@ -573,5 +573,32 @@ TEST_F(LedgerServiceTest, McQueriesReuseSamplePoolsWithinTheByteCapAndRebuildThe
   EXPECT_THAT(metrics_.Serialize(), ::testing::ContainsRegex("dpledger_pool_bytes 0\\b"));
 }
 
+// A Monte Carlo query over a long ledger stops at --query-mc-max-seconds with
+// DEADLINE_EXCEEDED; the pool cache keeps the partial pool, so asking again continues
+// the build, and the answer is the one an uncapped server gives.
+TEST_F(LedgerServiceTest, AnMcPoolBuildStoppedAtTheTimeCapIsContinuedByTheNextQuery) {
+  options_.accountant_options.mc.max_seconds = 1e-9;  // every 64-step chunk overruns
+  Restart();
+  JobSpec spec{.job_id = "long", .budget_epsilon = 100, .budget_delta = kDelta,
+               .mc_seed = 9, .mc_num_samples = 1 << 14};
+  ASSERT_THAT(service_->CreateJob(Caller::Insecure(), spec).status(), IsOk());
+  ASSERT_THAT(Append(Upd(1, 10, 200), "long"), IsOk());
+  const SpentQuery q{.epsilon = 1.0, .accountant = "mc"};
+  for (const char* covered : {"covers 64 of", "covers 128 of", "covers 192 of"}) {
+    EXPECT_THAT(service_->Spent(Caller::Insecure(), "", "long", q).status(),
+                StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr(covered)));
+  }
+  absl::StatusOr<SpentAnswer> capped = service_->Spent(Caller::Insecure(), "", "long", q);
+  ASSERT_THAT(capped.status(), IsOk());
+  options_.accountant_options.mc.max_seconds = 0;
+  Restart();
+  absl::StatusOr<SpentAnswer> uncapped = service_->Spent(Caller::Insecure(), "", "long", q);
+  ASSERT_THAT(uncapped.status(), IsOk());
+  EXPECT_EQ(capped->delta->estimate, uncapped->delta->estimate);
+  // 200 steps of sigma 10 are mu-GDP with mu = sqrt(2): delta(1) = 0.28621 (mpmath);
+  // 16,384 paths give a standard error near 0.003.
+  EXPECT_NEAR(capped->delta->estimate, 0.28621, 0.015);
+}
+
 }  // namespace
 }  // namespace dpledger::server

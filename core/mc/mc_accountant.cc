@@ -205,14 +205,25 @@ class McAccountant final : public Accountant {
       slot.tilt = is ? tilt : -1;
       slot.last_epsilon = -1;
     }
-    // Append the ledger's tail the pool has not seen (Compose only appends).
+    // Append the ledger's tail the pool has not seen (Compose only appends), in
+    // chunks of about 2^20 path-steps, so that max_seconds also bounds a build over
+    // a very long ledger. A build stopped there keeps its progress (appending in
+    // chunks gives the same paths as at once); the next query continues it.
+    const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 20) / slot.pool->num_paths());
     int64_t seen = slot.pool->num_steps(), start = 0;
     for (const MechanismEvent& e : events()) {
       const int64_t end = start + e.count;
-      if (end > seen) {
+      while (seen < end) {
         const int64_t from = std::max(seen, start);
-        if (absl::Status s = slot.pool->Append({e.mechanism, end - from}); !s.ok()) return s;
-        seen = end;
+        const int64_t n = std::min(end - from, chunk);
+        if (absl::Status s = slot.pool->Append({e.mechanism, n}); !s.ok()) return s;
+        seen = from + n;
+        if (seen < num_steps() && options_.max_seconds > 0 && Elapsed() > options_.max_seconds) {
+          return absl::DeadlineExceededError(absl::StrFormat(
+              "mc: after max_seconds=%g the sample pool covers %d of the ledger's %d steps; "
+              "it is kept, so asking again continues the build",
+              options_.max_seconds, seen, num_steps()));
+        }
       }
       start = end;
     }

@@ -53,7 +53,9 @@ struct McAccountantOptions {
   // Default rule: a doubling starts only if it is predicted to end within this
   // many seconds of the query's start (a doubling costs about what the query
   // spent so far). 0: no time cap. The answer's diagnostics say which cap ended
-  // the growth; the interval then shows the larger error.
+  // the growth; the interval then shows the larger error. A pool build over the
+  // ledger that runs past it stops with DEADLINE_EXCEEDED and keeps its
+  // progress: the next query continues it.
   double max_seconds = 0;
   int num_threads = 0;                   // CPU backend; 0: all cores
   double confidence_z = 1.959963984540054;  // two-sided 95%

@@ -14,6 +14,7 @@ namespace dpledger::core {
 namespace {
 
 using ::dpledger::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // The reported interval is estimate -+ 1.96 SE; statistical checks accept
@@ -97,6 +98,35 @@ TEST(McAccountant, TimeCapStopsGrowthAndSaysSo) {
   o.max_seconds = -1;
   EXPECT_THAT(CreateMcAccountant(o).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_seconds")));
+}
+
+// A pool build over a long ledger stops at the time cap, keeps its progress, and
+// the query that completes it answers exactly as an uncapped accountant.
+TEST(McAccountant, TimeCapStopsALongPoolBuildWhichTheNextQueryContinues) {
+  McAccountantOptions o;
+  o.seed = 5;
+  o.num_samples = 1 << 14;  // chunks of 2^20 / 2^14 = 64 steps
+  auto uncapped = Make(o);
+  o.max_seconds = 1e-9;  // every chunk overruns
+  auto capped = Make(o);
+  for (Accountant* a : {uncapped.get(), capped.get()}) {
+    ASSERT_TRUE(a->Compose(*Mechanism::Gaussian(8.0), 150).ok());
+    ASSERT_TRUE(a->Compose(*Mechanism::Laplace(20.0), 50).ok());
+  }
+  // 200 steps in chunks of 64 (the Laplace event starts a new chunk): 64, 128,
+  // 150, 200 - three stops, then the answer.
+  for (const char* covered : {"covers 64 of", "covers 128 of", "covers 150 of"}) {
+    EXPECT_THAT(capped->DeltaForEpsilon(1.0),
+                StatusIs(absl::StatusCode::kDeadlineExceeded,
+                         AllOf(HasSubstr(covered), HasSubstr("200 steps"))));
+  }
+  auto got = capped->DeltaForEpsilon(1.0);
+  auto want = uncapped->DeltaForEpsilon(1.0);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ(got->estimate, want->estimate);
+  EXPECT_EQ(got->upper, want->upper);
+  EXPECT_GT(got->estimate, 0);
 }
 
 TEST(McAccountant, ReportsTheWorseDirectionForSubsampledSteps) {
