@@ -41,6 +41,17 @@ int RunSpent(const std::string& server, const std::vector<std::string>& argv) {
                 {"query", for_delta ? Json{{"delta", **delta}} : Json{{"epsilon", **epsilon}}},
                 {"num_steps", r->num_steps()},
                 {for_delta ? "epsilon" : "delta", BoundJson(b)}};
+    if (r->diagnostics_size() > 0) {
+      Json d = Json::object();
+      for (const v1::Diagnostic& x : r->diagnostics()) {
+        if (x.has_number()) {
+          d[x.name()] = x.number();
+        } else {
+          d[x.name()] = x.text();
+        }
+      }
+      out["diagnostics"] = d;
+    }
     std::cout << out.dump() << "\n";
   } else {
     std::printf("job         %s (last seq %lld)\n", job_id->c_str(),
@@ -49,6 +60,13 @@ int RunSpent(const std::string& server, const std::vector<std::string>& argv) {
     std::printf("steps       %lld\n", static_cast<long long>(r->num_steps()));
     std::printf("%-11s %.6g\n", for_delta ? "delta" : "epsilon", for_delta ? **delta : **epsilon);
     std::printf("%-11s %s\n", for_delta ? "epsilon" : "delta", BoundText(b).c_str());
+    for (const v1::Diagnostic& x : r->diagnostics()) {
+      if (x.has_number()) {
+        std::printf("  %s %.6g\n", x.name().c_str(), x.number());
+      } else {
+        std::printf("  %s %s\n", x.name().c_str(), x.text().c_str());
+      }
+    }
   }
   return 0;
 }

@@ -1,5 +1,7 @@
 #include "server/convert.h"
 
+#include <variant>
+
 #include "absl/strings/str_format.h"
 
 namespace dpledger::server {
@@ -298,6 +300,15 @@ v1::SpentResponse SpentToProto(const SpentAnswer& a, const SpentQuery& q) {
   out.set_last_seq(a.last_seq);
   if (q.delta) out.set_query_delta(*q.delta);
   if (q.epsilon) out.set_query_epsilon(*q.epsilon);
+  for (const core::AnswerDiagnostic& d : a.diagnostics) {
+    v1::Diagnostic* p = out.add_diagnostics();
+    p->set_name(d.name);
+    if (const double* x = std::get_if<double>(&d.value)) {
+      p->set_number(*x);
+    } else {
+      p->set_text(std::get<std::string>(d.value));
+    }
+  }
   return out;
 }
 

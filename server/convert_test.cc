@@ -92,6 +92,21 @@ TEST(Convert, CreateJobRequestNeedsABudget) {
   EXPECT_THAT(JobSpecFromProto(r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("neighbouring")));
 }
 
+TEST(Convert, SpentCarriesTheAnswersDiagnostics) {
+  SpentAnswer a;
+  a.accountant = "mc";
+  a.diagnostics = {{"remove_samples", 20000.0}, {"backend", std::string("cpu")}};
+  SpentQuery q;
+  q.epsilon = 1.0;
+  const v1::SpentResponse r = SpentToProto(a, q);
+  ASSERT_EQ(r.diagnostics_size(), 2);
+  EXPECT_EQ(r.diagnostics(0).name(), "remove_samples");
+  EXPECT_EQ(r.diagnostics(0).number(), 20000.0);
+  EXPECT_EQ(r.diagnostics(1).name(), "backend");
+  EXPECT_EQ(r.diagnostics(1).text(), "cpu");
+  EXPECT_FALSE(r.diagnostics(1).has_number());
+}
+
 TEST(Convert, AckCarriesErrorsOrBounds) {
   Ack a;
   a.seq = 3;

@@ -583,6 +583,7 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
     if (b.ok()) ans.delta = *b;
     status = b.status();
   }
+  if (acc) ans.diagnostics = acc->LastDiagnostics();
   if (other) pools_.Put(key, std::move(acc));
   if (!status.ok()) return status;
   if (absl::Status s = WaitTail(tail); !s.ok()) return s;

@@ -134,6 +134,7 @@ struct SpentAnswer {
   std::optional<core::DeltaBound> delta;      // for an epsilon query
   int64_t num_steps = 0;
   int64_t last_seq = 0;
+  std::vector<core::AnswerDiagnostic> diagnostics;  // of a computed answer (not the cached one)
 };
 
 struct RemainingAnswer {

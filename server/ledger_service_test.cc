@@ -9,7 +9,9 @@
 
 #include <cmath>
 #include <future>
+#include <map>
 #include <thread>
+#include <variant>
 
 #include "core/util/test_support.h"
 #include "gtest/gtest.h"
@@ -553,6 +555,14 @@ TEST_F(LedgerServiceTest, McQueriesReuseSamplePoolsWithinTheByteCapAndRebuildThe
   const core::DeltaBound extended = delta("a");  // extends it by 6 steps
   EXPECT_THAT(metrics_.Serialize(), ::testing::ContainsRegex("dpledger_pool_bytes 16[0-9]{4}\\b"));
   const core::DeltaBound b = delta("b");  // evicts a's pool
+  {
+    absl::StatusOr<SpentAnswer> full = service_->Spent(Caller::Insecure(), "", "b", at05);
+    ASSERT_THAT(full.status(), IsOk());
+    std::map<std::string, std::variant<double, std::string>> diag;
+    for (const core::AnswerDiagnostic& d : full->diagnostics) diag[d.name] = d.value;
+    EXPECT_EQ(std::get<double>(diag["remove_samples"]), 20000);
+    EXPECT_EQ(std::get<std::string>(diag["remove_sample_rule"]), "fixed");
+  }
   EXPECT_THAT(metrics_.Serialize(), HasSubstr("dpledger_pool_evictions_total 1\n"));
   const core::DeltaBound rebuilt = delta("a");
   EXPECT_THAT(metrics_.Serialize(), HasSubstr("dpledger_pool_evictions_total 2\n"));

@@ -109,6 +109,18 @@ TEST_F(CliTest, ServiceCommandsPrintTheContractedJson) {
   ExpectBound(spent_delta["delta"]);
   EXPECT_FALSE(spent_delta.contains("epsilon"));
 
+  // Another accountant's answer carries its diagnostics, as the offline command does.
+  Json spent_spa =
+      CliJson({"spent", "--job", "cli-job", "--delta", "1e-9", "--accountant", "spa", "--json"});
+  CommandResult offline_spa = RunCommand({CliBinary(), "account", "--accountant", "spa", "--delta",
+                                          "1e-9", "--step",
+                                          "subsampled_gaussian:sigma=1,q=0.01,count=100", "--step",
+                                          "gaussian:sigma=20", "--json"});
+  ASSERT_EQ(offline_spa.exit_code, 0) << offline_spa.err;
+  ASSERT_TRUE(spent_spa.contains("diagnostics")) << spent_spa;
+  EXPECT_TRUE(spent_spa["diagnostics"].contains("remove_err_sp_over_sp_clt")) << spent_spa;
+  EXPECT_EQ(spent_spa["diagnostics"], Json::parse(offline_spa.out)["diagnostics"]);
+
   Json rem = CliJson({"remaining", "--job", "cli-job", "--step", "gaussian:sigma=20", "--json"});
   EXPECT_GT(rem["max_additional_steps"].get<int64_t>(), 0);
   ExpectBound(rem["spent"]);
