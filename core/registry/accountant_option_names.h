@@ -17,7 +17,8 @@ std::string_view EdgeworthModeName(EdgeworthMode mode);
 // "--edgeworth-mode must be one of clamped, literal, got 'x'".
 absl::StatusOr<EdgeworthMode> ParseEdgeworthMode(std::string_view name, std::string_view field);
 
-// "sp-clt" (default), "sp-msd0", "sp-msd1", "sp-ew2" (spa.md 4.1-4.4).
+// "sp-clt" (default), "sp-msd0", "sp-msd1", "sp-ew2" (spa.md 4.1-4.4), "icml-k3"
+// (opt-in, spa.md 4.2).
 std::string_view SpaEstimatorName(SpaEstimator estimator);
 // INVALID_ARGUMENT naming `field` and listing the names, as ParseEdgeworthMode.
 absl::StatusOr<SpaEstimator> ParseSpaEstimator(std::string_view name, std::string_view field);
