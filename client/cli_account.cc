@@ -5,9 +5,9 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "client/cli_accountant_flags.h"
 #include "client/cli_commands.h"
 #include "client/cli_output.h"
-#include "core/registry/accountant_option_names.h"
 #include "core/registry/accountant_registry.h"
 
 namespace dpledger::cli {
@@ -33,64 +33,10 @@ void PrintDiagnostics(const core::Accountant& accountant) {
   }
 }
 
-// The accountant's own flags: --samples/--seed (mc), --edgeworth-order/--edgeworth-mode
-// (edgeworth), --spa-estimator (spa). Each is refused with another accountant, so a
-// flag never silently does nothing.
-absl::Status AccountantFlags(const Args& args, const std::string& name,
-                             core::AccountantOptions* options) {
-  auto samples = args.GetInt("samples");
-  if (!samples.ok()) return samples.status();
-  if (samples->has_value()) {
-    if (**samples < 2) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("--samples must be >= 2, got %d", **samples));
-    }
-    options->mc.num_samples = **samples;
-  }
-  auto seed = args.GetInt("seed");
-  if (!seed.ok()) return seed.status();
-  if (seed->has_value()) options->mc.seed = static_cast<uint64_t>(**seed);
-  if ((samples->has_value() || seed->has_value()) && name != "mc") {
-    return absl::InvalidArgumentError("--samples and --seed apply only to --accountant mc");
-  }
-
-  auto order = args.GetInt("edgeworth-order");
-  if (!order.ok()) return order.status();
-  if (order->has_value()) {
-    if (**order < 0 || **order > core::kMaxEdgeworthOrder) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "--edgeworth-order must be in [0, %d], got %d", core::kMaxEdgeworthOrder, **order));
-    }
-    options->edgeworth.order = static_cast<int>(**order);
-  }
-  const std::optional<std::string> mode = args.Get("edgeworth-mode");
-  if (mode.has_value()) {
-    absl::StatusOr<core::EdgeworthMode> m = core::ParseEdgeworthMode(*mode, "--edgeworth-mode");
-    if (!m.ok()) return m.status();
-    options->edgeworth.mode = *m;
-  }
-  if ((order->has_value() || mode.has_value()) && name != "edgeworth") {
-    return absl::InvalidArgumentError(
-        "--edgeworth-order and --edgeworth-mode apply only to --accountant edgeworth");
-  }
-
-  const std::optional<std::string> estimator = args.Get("spa-estimator");
-  if (estimator.has_value()) {
-    absl::StatusOr<core::SpaEstimator> e = core::ParseSpaEstimator(*estimator, "--spa-estimator");
-    if (!e.ok()) return e.status();
-    options->spa.estimator = *e;
-    if (name != "spa") {
-      return absl::InvalidArgumentError("--spa-estimator applies only to --accountant spa");
-    }
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 int RunAccount(const Args& args) {
-  if (auto s = args.CheckKnown({"accountant", "epsilon", "delta", "step", "json", "samples", "seed",
-                                "edgeworth-order", "edgeworth-mode", "spa-estimator"});
+  if (auto s = args.CheckKnown(WithAccountantFlags({"accountant", "epsilon", "delta", "step", "json"}));
       !s.ok()) {
     return Fail(s);
   }

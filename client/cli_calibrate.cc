@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "client/cli_accountant_flags.h"
 #include "client/cli_commands.h"
 #include "client/cli_output.h"
 #include "core/registry/accountant_registry.h"
@@ -33,7 +34,8 @@ void PrintTable(const std::string& accountant, double target_epsilon, double tar
 }  // namespace
 
 int RunCalibrate(const Args& args) {
-  if (auto s = args.CheckKnown({"accountant", "epsilon", "delta", "step", "json"}); !s.ok()) {
+  if (auto s = args.CheckKnown(WithAccountantFlags({"accountant", "epsilon", "delta", "step", "json"}));
+      !s.ok()) {
     return Fail(s);
   }
   const std::string name = args.Get("accountant").value_or("pld");
@@ -46,7 +48,10 @@ int RunCalibrate(const Args& args) {
   auto steps = args.Steps();
   if (!steps.ok()) return Fail(steps.status());
 
-  auto result = core::CalibrateNoise(*steps, **epsilon, **delta, name);
+  core::AccountantOptions options;
+  if (absl::Status s = AccountantFlags(args, name, &options); !s.ok()) return Fail(s);
+
+  auto result = core::CalibrateNoise(*steps, **epsilon, **delta, name, options);
   if (!result.ok()) {
     // Name the flag the core error refers to.
     std::string msg(result.status().message());

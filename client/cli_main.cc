@@ -18,7 +18,7 @@ Offline commands (no server needed):
             mc: [--samples N] [--seed S]
             edgeworth: [--edgeworth-order 0-3 (default 2)] [--edgeworth-mode clamped|literal]
             spa: [--spa-estimator sp-clt|sp-msd0|sp-msd1|sp-ew2|icml-k3]
-  calibrate [--accountant NAME] --epsilon E --delta D --step SPEC ... [--json]
+  calibrate [--accountant NAME] [its flags, as for account] --epsilon E --delta D --step SPEC ... [--json]
   verify    --epsilon E --delta-est D [--tau T] [--rho R] [--max-samples N]
             --step SPEC ... [--json]
 

@@ -1,5 +1,5 @@
-// The offline `dpledger account` (mc, and the edgeworth/spa option flags) and
-// `dpledger verify` contracts (issue 3 "CLI"): run the binary and check exit codes,
+// The offline `dpledger account` (mc, and the edgeworth/spa option flags),
+// `dpledger calibrate` and `dpledger verify` contracts (issue 3 "CLI"): run the binary and check exit codes,
 // JSON keys and numbers.
 #include <optional>
 #include <string>
@@ -14,6 +14,7 @@
 namespace dpledger::e2e {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
@@ -173,6 +174,43 @@ TEST(OfflineCli, AccountantOptionFlagsRejectBadValuesNamingTheFlag) {
     EXPECT_THAT(r.err, HasSubstr(c.message));
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
+}
+
+// 100 Gaussian steps of unit noise scaled by c are mu-GDP with mu = 10/c; epsilon 1 at
+// delta 1e-5 needs mu = 0.268051123211294 (mpmath), so c = 37.3063163481594. The
+// analytic accountant is exact: its factor is that, rounded up by at most 1e-4.
+TEST(OfflineCli, CalibrateFindsTheClosedFormNoiseAndTakesTheAccountantFlags) {
+  const std::vector<std::string> base = {"calibrate", "--epsilon", "1", "--delta", "1e-5",
+                                         "--step", "gaussian:sigma=1,count=100", "--json"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return RunJson(a);
+  };
+  Json exact = with({"--accountant", "analytic"});
+  const double c = exact["noise_scale"].get<double>();
+  EXPECT_GE(c, 37.3063163481594 * (1 - 1e-12));
+  EXPECT_LE(c, 37.3063163481594 * (1 + 1.001e-4));
+  ASSERT_EQ(exact["steps"].size(), 1u);
+  EXPECT_THAT(exact["steps"][0].get<std::string>(),
+              AllOf(HasSubstr("gaussian:sigma=37.3"), HasSubstr("count=100")));
+  EXPECT_LE(exact["epsilon"]["upper"].get<double>(), 1.0);
+  // The SPA's certified end is its Berry-Esseen interval (spa.md 5; nonzero err_SP even
+  // on Gaussian ledgers, spa.md 9.2(a)), so it asks for more noise (38.55, 3% more). Its
+  // estimator flag changes no certified end.
+  Json spa = with({"--accountant", "spa", "--spa-estimator", "sp-msd1"});
+  Json spa_clt = with({"--accountant", "spa"});
+  EXPECT_EQ(spa["accountant"], "spa");
+  EXPECT_EQ(spa["noise_scale"], spa_clt["noise_scale"]);
+  EXPECT_GT(spa["noise_scale"].get<double>(), c);
+  EXPECT_LT(spa["noise_scale"].get<double>(), 1.05 * c);
+  // A flag of another accountant is refused, naming it.
+  std::vector<std::string> argv = {CliBinary()};
+  argv.insert(argv.end(), base.begin(), base.end());
+  argv.insert(argv.end(), {"--accountant", "pld", "--spa-estimator", "sp-msd1"});
+  CommandResult r = RunCommand(argv);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--spa-estimator applies only to --accountant spa"));
 }
 
 // 1200 Gaussian steps, sigma 70 (the paper's setting): mu = sqrt(1200)/70, and the
