@@ -149,6 +149,18 @@ class McAccountant final : public Accountant {
                                         : stopped_by_time_ ? "stopped at max_seconds cap"
                                                            : "stopped at max_samples cap")});
     if (!add) diagnostics_.push_back({"backend", std::string(pool.Backend())});
+    // Above 10% relative error (or with few positive paths) the standard error itself
+    // is unreliable, mostly from heavy-tailed IS weights on long ledgers (mc-evr.md
+    // 10.2): the normal-approximation interval can then miss the truth.
+    if (d.relative_std_error > 0.1 || d.num_positive < 30) {
+      diagnostics_.push_back(
+          {"estimate_warning",
+           absl::StrFormat("%s direction: relative standard error %.3g with %d positive paths "
+                           "of %d; the interval may miss the truth (use more samples, or a "
+                           "certified accountant)",
+                           add ? "add" : "remove", d.relative_std_error, d.num_positive,
+                           pool.num_paths())});
+    }
   }
 
   // True when a Chernoff bound proves delta_add(epsilon) <= delta, so the add

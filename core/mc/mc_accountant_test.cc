@@ -57,6 +57,24 @@ TEST(McAccountant, EpsilonForDeltaInvertsTheSpecReference) {
   EXPECT_LE(e->lower, e->estimate);
   EXPECT_GE(e->upper, e->estimate);
   EXPECT_LT(e->upper - e->lower, 0.1);
+  for (const AnswerDiagnostic& x : acc->LastDiagnostics()) EXPECT_NE(x.name, "estimate_warning");
+}
+
+// Too few paths for a long ledger at tiny delta (one-coordinate IS weights turn
+// heavy-tailed): the answer says its interval is unreliable (relative error ~17%).
+TEST(McAccountant, WarnsWhenItsStandardErrorIsUnreliable) {
+  McAccountantOptions o;
+  o.num_samples = 1000;
+  o.seed = 24;
+  auto acc = Make(o);
+  ASSERT_TRUE(acc->Compose(*Mechanism::SubsampledGaussian(1.0, 1e-3), 5000).ok());
+  ASSERT_TRUE(acc->EpsilonForDelta(1e-9).ok());
+  std::string warning;
+  for (const AnswerDiagnostic& x : acc->LastDiagnostics()) {
+    if (x.name == "estimate_warning") warning = std::get<std::string>(x.value);
+  }
+  EXPECT_THAT(warning, HasSubstr("remove direction: relative standard error"));
+  EXPECT_THAT(warning, HasSubstr("of 1000"));
 }
 
 TEST(McAccountant, DefaultRuleGrowsToOnePercentOnAGaussianLedger) {
