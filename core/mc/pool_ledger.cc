@@ -7,6 +7,15 @@
 
 namespace dpledger::core::mc {
 
+absl::Status LedgerPool::CheckQueryDirection(Direction query) const {
+  if (Mirrors(query) && ledger_.has_infinite_loss()) {
+    return absl::FailedPreconditionError(
+        "the other direction by change of measure needs finite losses; this ledger has an "
+        "approx_dp step with delta > 0 (use a pool sampling that direction)");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<McStep> PoolLedger::StepFor(const MechanismEvent& event) const {
   if (event.count < 1 || event.count > kMaxEventCount) {
     return absl::InvalidArgumentError(

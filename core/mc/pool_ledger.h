@@ -60,6 +60,10 @@ class LedgerPool : public SamplePool {
  protected:
   explicit LedgerPool(const SamplePoolOptions& options) : options_(options), ledger_(options) {}
 
+  // Evaluate's precondition for the `query` direction: FAILED_PRECONDITION when it
+  // needs the change of measure and a step has infinite loss.
+  absl::Status CheckQueryDirection(Direction query) const;
+
   SamplePoolOptions options_;
   PoolLedger ledger_;
 };

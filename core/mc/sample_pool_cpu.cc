@@ -58,12 +58,8 @@ class CpuSamplePool final : public LedgerPool {
 
   absl::StatusOr<PoolEvaluation> Evaluate(std::span<const double> epsilons,
                                           Direction query) const override {
+    if (absl::Status s = CheckQueryDirection(query); !s.ok()) return s;
     const bool mirror = Mirrors(query);
-    if (mirror && ledger_.has_infinite_loss()) {
-      return absl::FailedPreconditionError(
-          "the other direction by change of measure needs finite losses; this ledger has an "
-          "approx_dp step with delta > 0 (use a pool sampling that direction)");
-    }
     const size_t ne = epsilons.size();
     const int64_t num_chunks = (num_paths_ + kChunkPaths - 1) / kChunkPaths;
     struct Partial {
