@@ -10,7 +10,7 @@ namespace {
 
 constexpr char kServiceUsage[] = R"(usage: dpledger --server HOST:PORT COMMAND [flags]
 
-  job create --job ID --epsilon E --delta D [--accountant pld|rdp|analytic|spa|edgeworth]
+  job create --job ID --epsilon E --delta D [--accountant pld|rdp|analytic|spa|edgeworth|evr]
              [--neighbouring add_remove] [--seed S] [--samples N] [--json]
   job get    --job ID [--json]
   job list   [--page-size N] [--json]

@@ -20,6 +20,9 @@ void PrintJob(const v1::Job& job) {
               static_cast<long long>(job.last_seq()));
   std::printf("spent       epsilon %s\n", BoundText(job.spent()).c_str());
   std::printf("releases    %lld\n", static_cast<long long>(job.num_releases()));
+  if (!job.admission_stopped().empty()) {
+    std::printf("admission   stopped: %s\n", job.admission_stopped().c_str());
+  }
 }
 
 int PrintJobResult(const Args& args, const v1::Job& job) {

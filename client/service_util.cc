@@ -153,6 +153,7 @@ Json JobJson(const v1::Job& job) {
             {"spent", BoundJson(job.spent())},
             {"create_time_unix_ms", job.create_time_unix_ms()},
             {"close_time_unix_ms", job.close_time_unix_ms()}};
+  if (!job.admission_stopped().empty()) j["admission_stopped"] = job.admission_stopped();
   if (job.has_mc()) j["mc"] = {{"seed", job.mc().seed()}, {"num_samples", job.mc().num_samples()}};
   return j;
 }

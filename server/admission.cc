@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "absl/strings/str_format.h"
 #include "core/util/check.h"
 #include "server/ledger_service.h"
+#include "spdlog/spdlog.h"
 
 namespace dpledger::server {
 
@@ -65,6 +67,62 @@ absl::StatusOr<std::optional<UpdateRow>> LedgerService::FindAdmitted(JobEntry& e
     row = store_->GetUpdate(entry.row.key, seq);
   }
   return row;
+}
+
+absl::StatusOr<EvrAdmissionResult> LedgerService::VerifyEvrLocked(
+    JobEntry& entry, std::span<const core::MechanismEvent> candidate) {
+  const JobRow& job = entry.row;
+  const std::string job_name = JobKeyString(job.key);
+  if (job.evr_state != EvrState::kIdle) {
+    EvrAdmissionResult r;
+    r.reason = absl::StrFormat("EVR admission of job '%s' has stopped for good: %s",
+                               job.key.job_id, EvrStoppedReason(job.evr_state, job.evr_note));
+    if (metrics_) metrics_->Verification("admission", "refused");
+    return r;
+  }
+  // The marks go through the committer behind the job's earlier writes; acks wait on
+  // entry.tail, so a refusal is sent only once its kStopped mark is durable.
+  auto mark = [&](EvrState state, std::string note) {
+    entry.row.evr_state = state;
+    entry.row.evr_note = note;
+    WriteBatch b;
+    b.evr_marks.push_back({job.key, state, std::move(note)});
+    entry.tail = committer_.Submit(std::move(b));
+    return entry.tail;
+  };
+  bool sampled = false;
+  absl::StatusOr<EvrAdmissionResult> r = VerifyForAdmission(
+      candidate, job.budget_epsilon, job.budget_delta, options_.evr_admission,
+      [&]() -> absl::Status {
+        sampled = true;
+        if (absl::Status s = mark(EvrState::kVerifying, "")->Wait(); !s.ok()) {
+          return absl::UnavailableError(absl::StrFormat(
+              "job '%s': the verification could not be marked durably before sampling (%s); "
+              "retry",
+              job_name, std::string(s.message())));
+        }
+        return absl::OkStatus();
+      });
+  const char* outcome = !r.ok()                                  ? "error"
+                        : r->decision == EvrDecision::kAccepted ? "accepted"
+                        : r->decision == EvrDecision::kRejected ? "rejected"
+                                                                 : "refused";
+  if (metrics_) metrics_->Verification("admission", outcome);
+  if (!r.ok() || r->decision == EvrDecision::kRefused) {
+    // Nothing was decided from verification samples: admitting may go on.
+    if (sampled) mark(EvrState::kIdle, "");
+    return r;
+  }
+  if (r->decision == EvrDecision::kRejected) {
+    mark(EvrState::kStopped,
+         absl::StrFormat("the verification of the updates after seq %d did not accept (%s)",
+                         entry.last_seq, r->reason));
+    spdlog::warn("job={} evr admission stopped: {}", job_name, r->reason);
+  } else {
+    spdlog::info("job={} evr admission accepted samples={} seconds={:.3f} backend={}", job_name,
+                 r->num_samples, r->seconds, r->backend);
+  }
+  return r;
 }
 
 absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& entry,
@@ -171,59 +229,101 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
     }
   }
 
-  // 3. The privacy filter: the longest prefix of the run whose bound fits the budget.
+  // 3. The privacy filter: the longest prefix of the run whose bound fits the budget
+  //    (certified accountants), or the whole run if its verification accepts (evr).
   const double delta = job.budget_delta;
-  std::map<int, std::pair<absl::StatusOr<core::EpsilonBound>, std::unique_ptr<core::Accountant>>>
-      evaluated;
-  auto evaluate = [&](int k) -> const absl::StatusOr<core::EpsilonBound>& {
-    auto it = evaluated.find(k);
-    if (it != evaluated.end()) return it->second.first;
-    std::unique_ptr<core::Accountant> acc;
-    if (k == m && full) {
-      acc = std::move(full);
-    } else {
-      acc = entry.accountant->Clone();
-      for (int j = 0; j < k; ++j) {
+  const core::EpsilonBound before = entry.spent;
+  int admitted = 0;
+  Verdict refusal;
+  core::EpsilonBound after = before;
+  std::unique_ptr<core::Accountant> kept;         // the accountant over the admitted ledger
+  std::optional<core::EpsilonBound> candidate;    // the refused update's bound, if known
+  std::optional<EvrMark> evr_idle;                // evr: back to idle with the updates
+  if (job.accountant == kEvrAdmission && m > 0) {
+    std::unique_ptr<core::Accountant> run = std::move(full);
+    if (!run) {  // an update failed to compose: verify the run before it
+      run = entry.accountant->Clone();
+      for (int j = 0; j < m; ++j) {
         for (const core::MechanismEvent& e : items[fresh[j]].update.steps) {
-          DPL_CHECK_OK(acc->Compose(e));  // composed once already in step 2
+          DPL_CHECK_OK(run->Compose(e));  // composed once already in step 2
         }
       }
     }
-    absl::StatusOr<core::EpsilonBound> b = acc->EpsilonForDelta(delta);
-    return evaluated.emplace(k, std::make_pair(std::move(b), std::move(acc))).first->second.first;
-  };
-  // Only the refusal that is reported is explained (the search judges many prefixes).
-  auto fits = [&](int k, bool explain = false) {
-    const absl::StatusOr<core::EpsilonBound>& b = evaluate(k);
-    return Judge(b, explain ? evaluated.at(k).second.get() : nullptr, job.accountant,
-                 job.budget_epsilon, delta);
-  };
-  int admitted = 0;
-  Verdict refusal;
-  if (m > 0) {
-    refusal = fits(m);
-    if (refusal.fits) {
+    absl::StatusOr<EvrAdmissionResult> v = VerifyEvrLocked(entry, run->events());
+    if (!v.ok()) {
+      // Nothing was decided from samples; the error belongs to the run (e.g. a mechanism
+      // without a proven moment bound), reported on its first update.
+      Item& it = items[fresh[0]];
+      const absl::Status s(v.status().code(),
+                           absl::StrFormat("seq %d: %s", it.update.seq,
+                                           std::string(v.status().message())));
+      if (absl::Status r = fail(it, s); !r.ok()) return r;
+      m = 0;
+    } else if (v->decision == EvrDecision::kAccepted) {
       admitted = m;
+      after = v->spent;
+      kept = std::move(run);
+      if (v->sampled) evr_idle = EvrMark{job.key, EvrState::kIdle, ""};
     } else {
-      int lo = 0, hi = m;  // prefix lo fits (the current ledger), prefix hi does not
-      while (hi - lo > 1) {
-        const int mid = lo + (hi - lo) / 2;
-        if (fits(mid).fits) {
-          lo = mid;
-        } else {
-          hi = mid;
+      refusal.reason = v->reason;
+    }
+  } else if (job.accountant == kEvrAdmission) {
+    // No new update: nothing to verify.
+  } else {
+    std::map<int, std::pair<absl::StatusOr<core::EpsilonBound>, std::unique_ptr<core::Accountant>>>
+        evaluated;
+    auto evaluate = [&](int k) -> const absl::StatusOr<core::EpsilonBound>& {
+      auto it = evaluated.find(k);
+      if (it != evaluated.end()) return it->second.first;
+      std::unique_ptr<core::Accountant> acc;
+      if (k == m && full) {
+        acc = std::move(full);
+      } else {
+        acc = entry.accountant->Clone();
+        for (int j = 0; j < k; ++j) {
+          for (const core::MechanismEvent& e : items[fresh[j]].update.steps) {
+            DPL_CHECK_OK(acc->Compose(e));  // composed once already in step 2
+          }
         }
       }
-      admitted = lo;
-      refusal = fits(lo + 1, /*explain=*/true);
+      absl::StatusOr<core::EpsilonBound> b = acc->EpsilonForDelta(delta);
+      return evaluated.emplace(k, std::make_pair(std::move(b), std::move(acc)))
+          .first->second.first;
+    };
+    // Only the refusal that is reported is explained (the search judges many prefixes).
+    auto fits = [&](int k, bool explain = false) {
+      const absl::StatusOr<core::EpsilonBound>& b = evaluate(k);
+      return Judge(b, explain ? evaluated.at(k).second.get() : nullptr, job.accountant,
+                   job.budget_epsilon, delta);
+    };
+    if (m > 0) {
+      refusal = fits(m);
+      if (refusal.fits) {
+        admitted = m;
+      } else {
+        int lo = 0, hi = m;  // prefix lo fits (the current ledger), prefix hi does not
+        while (hi - lo > 1) {
+          const int mid = lo + (hi - lo) / 2;
+          if (fits(mid).fits) {
+            lo = mid;
+          } else {
+            hi = mid;
+          }
+        }
+        admitted = lo;
+        refusal = fits(lo + 1, /*explain=*/true);
+        if (const auto& c = evaluate(lo + 1); c.ok()) candidate = *c;
+      }
+    }
+    if (admitted > 0) {
+      after = *evaluate(admitted);
+      kept = std::move(evaluated.at(admitted).second);
     }
   }
 
   // 4. Acks and rows.
-  const core::EpsilonBound before = entry.spent;
-  core::EpsilonBound after = before;
-  if (admitted > 0) after = *evaluate(admitted);
   WriteBatch batch;
+  if (evr_idle) batch.evr_marks.push_back(*evr_idle);
   int64_t num_steps = entry.num_steps;
   const int64_t now_ms = NowMs();
   for (int k = 0; k < m_all; ++k) {
@@ -247,8 +347,7 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
       it.kind = Item::Kind::kNotAttempted;
       it.ack.seq = it.update.seq;
       if (k == admitted && k < m) {
-        const absl::StatusOr<core::EpsilonBound>& c = evaluate(k + 1);
-        if (c.ok()) it.ack.candidate = *c;
+        it.ack.candidate = candidate;
         it.ack.refusal_reason = refusal.reason;
       } else {
         it.ack.refusal_reason = absl::StrFormat(
@@ -261,7 +360,7 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
 
   if (admitted > 0) {
     entry.tail = committer_.Submit(std::move(batch));
-    auto& kept = evaluated.at(admitted).second;
+    entry.row.evr_state = EvrState::kIdle;
     entry.accountant = std::move(kept);
     entry.spent = after;
     entry.num_steps = num_steps;

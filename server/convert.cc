@@ -3,6 +3,7 @@
 #include <variant>
 
 #include "absl/strings/str_format.h"
+#include "server/evr_admission.h"
 
 namespace dpledger::server {
 namespace {
@@ -252,6 +253,7 @@ v1::Job JobToProto(const JobInfo& info) {
   out.set_num_releases(info.num_releases);
   out.set_create_time_unix_ms(r.create_time_ms);
   out.set_close_time_unix_ms(r.close_time_ms);
+  out.set_admission_stopped(EvrStoppedReason(r.evr_state, r.evr_note));
   return out;
 }
 

@@ -96,7 +96,10 @@ absl::Status LedgerService::LoadLocked(JobEntry& entry, const JobKey& key) {
   if (!row->has_value()) {
     return absl::NotFoundError(absl::StrFormat("job '%s' not found", key.job_id));
   }
-  absl::StatusOr<std::unique_ptr<core::Accountant>> acc = NewAccountant(**row, (*row)->accountant);
+  // An evr job's entry accountant only holds the ledger (ledger_service.h "Admission").
+  const bool evr = (*row)->accountant == kEvrAdmission;
+  absl::StatusOr<std::unique_ptr<core::Accountant>> acc =
+      NewAccountant(**row, evr ? "mc" : (*row)->accountant);
   if (!acc.ok()) return acc.status();
   std::deque<RecentUpdate> recent;
   int64_t last_seq = 0, num_steps = 0;
@@ -131,7 +134,11 @@ absl::Status LedgerService::LoadLocked(JobEntry& entry, const JobKey& key) {
     }
     if (static_cast<int>(page->size()) < kLoadPage) break;
   }
-  absl::StatusOr<core::EpsilonBound> spent = (*acc)->EpsilonForDelta((*row)->budget_delta);
+  // An evr job's bound is the verified statement stored with its last admitted update.
+  absl::StatusOr<core::EpsilonBound> spent =
+      !evr              ? (*acc)->EpsilonForDelta((*row)->budget_delta)
+      : recent.empty()  ? core::EpsilonBound{0, 0, 0, core::Guarantee::kCertified, 0}
+                        : recent.back().row.spent;
   if (!spent.ok()) {
     return absl::Status(spent.status().code(),
                         absl::StrFormat("job '%s': spent epsilon cannot be recomputed: %s",
@@ -143,6 +150,10 @@ absl::Status LedgerService::LoadLocked(JobEntry& entry, const JobKey& key) {
     return absl::DataLossError(absl::StrFormat(
         "job '%s': last ack says %d steps, the ledger holds %d", JobKeyString(key),
         recent.back().row.num_steps_after, num_steps));
+  }
+  if ((*row)->evr_state == EvrState::kVerifying) {
+    spdlog::warn("job={} an EVR admission verification was interrupted; it counts as a "
+                 "rejection and the job admits no more steps", JobKeyString(key));
   }
   entry.row = **row;
   entry.accountant = std::move(*acc);
@@ -251,20 +262,26 @@ absl::StatusOr<JobInfo> LedgerService::CreateJob(const Caller& caller, const Job
   row.mc_num_samples = spec.mc_num_samples;
   row.state = JobState::kOpen;
   row.create_time_ms = NowMs();
-  // Only certified upper bounds admit steps: an estimate-only accountant would
-  // accept the job and then refuse every step.
+  // Only certified or EVR-verified upper bounds admit steps: an estimate-only accountant
+  // would accept the job and then refuse every step.
   if (!core::CanCertify(row.accountant)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "accountant '%s' gives estimates only and cannot admit steps; choose pld, rdp, "
-        "analytic, spa or edgeworth (query '%s' through Spent, verify through Release)",
+        "analytic, spa, edgeworth, or evr for EVR-verified admission (query '%s' through "
+        "Spent, verify through Release)",
         row.accountant, row.accountant));
   }
   // The admitting accountant must exist in this build and accept the job's options.
-  if (absl::StatusOr<std::unique_ptr<core::Accountant>> acc = NewAccountant(row, row.accountant);
+  const bool evr = row.accountant == kEvrAdmission;
+  if (absl::StatusOr<std::unique_ptr<core::Accountant>> acc =
+          NewAccountant(row, evr ? "mc" : row.accountant);
       !acc.ok()) {
     return absl::Status(acc.status().code(),
-                        absl::StrFormat("accountant '%s': %s", row.accountant,
-                                        std::string(acc.status().message())));
+                        absl::StrFormat("accountant '%s': %s%s", row.accountant,
+                                        std::string(acc.status().message()),
+                                        acc.status().code() == absl::StatusCode::kInvalidArgument
+                                            ? " (or evr: EVR-verified admission)"
+                                            : ""));
   }
 
   std::lock_guard<std::mutex> create_lock(create_mu_);
@@ -547,6 +564,12 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
     JobEntry& entry = **e;
     row = entry.row;
     ans.accountant = query.accountant.empty() ? entry.row.accountant : query.accountant;
+    // An evr job knows its verified statement at the budget delta only; other queries of
+    // its own accountant are the MC accountant's estimates (the "mc" of "mc/evr").
+    if (ans.accountant == kEvrAdmission && entry.row.accountant == kEvrAdmission &&
+        query.delta != entry.row.budget_delta) {
+      ans.accountant = "mc";
+    }
     ans.num_steps = entry.num_steps;
     ans.last_seq = entry.last_seq;
     tail = entry.tail;
@@ -604,6 +627,13 @@ absl::StatusOr<RemainingAnswer> LedgerService::Remaining(const Caller& caller,
     std::unique_lock<std::mutex> lock;
     absl::StatusOr<EntryPtr> e = Acquire({*t, std::string(job_id)}, lock);
     if (!e.ok()) return e.status();
+    if ((*e)->row.accountant == kEvrAdmission) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "job '%s' admits with evr: each admission is a fresh Monte Carlo verification, so "
+          "how many more steps fit cannot be certified in advance; ask Spent (e.g. with "
+          "accountant pld) where the ledger stands",
+          job_id));
+    }
     base = (*e)->accountant->Clone();
     ans.spent = (*e)->spent;
     ans.budget_epsilon = (*e)->row.budget_epsilon;

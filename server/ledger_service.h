@@ -10,8 +10,11 @@
 //
 // Admission (a privacy filter). Updates of one job are serialised by the job's mutex. New
 // updates are composed on a Clone of the accountant; they are admitted only if the bound
-// after them is certified or statistical (never an estimate) and its upper end is within the
-// budget epsilon at the budget delta; a refused update changes nothing and consumes no seq.
+// after them is certified (never an estimate) and its upper end is within the budget
+// epsilon at the budget delta; a refused update changes nothing and consumes no seq. An
+// "evr" job instead verifies the whole group with the EVR verifier (evr_admission.h: one
+// verification, no prefix search, and the job stops admitting after a rejection); its
+// entry accountant is the MC accountant, which only holds the ledger for it.
 // Several pipelined updates (one request, or what a stream has queued) are admitted with ONE
 // accountant query on the whole group when it fits (binary search for the longest fitting
 // prefix otherwise), which keeps the cost per step small for expensive accountants. Each
@@ -33,6 +36,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,6 +45,7 @@
 #include "core/registry/accountant_registry.h"
 #include "server/auth.h"
 #include "server/committer.h"
+#include "server/evr_admission.h"
 #include "server/ledger_types.h"
 #include "server/metrics.h"
 #include "server/pool_cache.h"
@@ -60,6 +65,7 @@ struct LedgerOptions {
   int recent_updates_window = 4096;     // per job, for retries without a store read
   bool release_use_mc = true;           // EVR Monte Carlo verifier first (release_verifier.h)
   double release_mc_max_seconds = 60;   // its predicted-time cap; beyond: certified fallback
+  EvrAdmissionOptions evr_admission;    // "evr" jobs' admission verifications
   core::AccountantOptions accountant_options;
   CommitterOptions committer;
 };
@@ -275,6 +281,12 @@ class LedgerService {
                                                       std::vector<Item>& items, bool stream,
                                                       int64_t* stream_refused_seq);
   absl::StatusOr<std::optional<UpdateRow>> FindAdmitted(JobEntry& entry, int64_t seq);
+  // An "evr" job's verification of `candidate` (evr_admission.h), with the durable marks:
+  // kVerifying before sampling, kStopped after a rejection (entry.tail waits for it), and
+  // back to kIdle after a refusal or an error. The kIdle mark of an acceptance goes with
+  // the admitted updates (the caller's batch).
+  absl::StatusOr<EvrAdmissionResult> VerifyEvrLocked(
+      JobEntry& entry, std::span<const core::MechanismEvent> candidate);
 
   Store* store_;
   LedgerOptions options_;

@@ -396,7 +396,7 @@ TEST_F(LedgerServiceTest, ReleasePassesOnlyWhenTheCertifiedBoundBacksTheClaim) {
   EXPECT_THAT(service_->Release(Caller::Insecure(), tight),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("verification failed")));
   EXPECT_EQ(*memory_.CountReleases({"default", "job"}), 1);
-  EXPECT_THAT(metrics_.Serialize(), HasSubstr("dpledger_verifications_total{outcome=\"rejected\"} 1"));
+  EXPECT_THAT(metrics_.Serialize(), HasSubstr("dpledger_verifications_total{outcome=\"rejected\",purpose=\"release\"} 1"));
 }
 
 TEST_F(LedgerServiceTest, ReleaseRunsTheEvrVerifierWithFreshRandomness) {

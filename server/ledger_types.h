@@ -14,6 +14,14 @@ namespace dpledger::server {
 enum class JobState { kOpen = 1, kClosed = 2 };
 enum class Neighbouring { kAddRemove = 1, kReplaceOne = 2 };
 
+// Where an "evr" job's step admission stands (server/evr_admission.h). Durable, because a
+// verification that sampled and did not accept must never be followed by another one.
+enum class EvrState {
+  kIdle = 0,       // admitting; no verification in flight
+  kVerifying = 1,  // a verification is drawing samples; found at load: its outcome was lost
+  kStopped = 2,    // a verification did not accept: no more steps are admitted
+};
+
 // The identity of a job: job ids are unique per tenant.
 struct JobKey {
   std::string tenant;
@@ -35,6 +43,8 @@ struct JobRow {
   JobState state = JobState::kOpen;
   int64_t create_time_ms = 0;  // unix ms
   int64_t close_time_ms = 0;   // 0 while open
+  EvrState evr_state = EvrState::kIdle;  // "evr" jobs only
+  std::string evr_note;        // why admission stopped (kStopped), else empty
 };
 
 // One admitted ledger update and the ack it was answered with.

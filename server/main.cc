@@ -54,6 +54,12 @@ ABSL_FLAG(int, max_job_series, 1000, "jobs labelled in dpledger_job_epsilon_spen
 ABSL_FLAG(bool, release_use_mc, true, "run the EVR Monte Carlo verifier for releases");
 ABSL_FLAG(double, release_mc_max_seconds, 60,
           "EVR predicted-time cap per release; beyond it a certified accountant decides");
+ABSL_FLAG(double, evr_admission_tau, 0.5,
+          "tau of the EVR verification that admits steps of evr jobs, in (0, 1)");
+ABSL_FLAG(int64_t, evr_admission_max_samples, 100'000'000,
+          "most verification paths per direction for one evr admission (more: refused)");
+ABSL_FLAG(double, evr_admission_max_seconds, 60,
+          "predicted sampling-time cap of one evr admission (beyond: refused)");
 ABSL_FLAG(double, query_mc_max_seconds, 30,
           "time cap on the MC accountant's sample growth per Spent query (0: none)");
 ABSL_FLAG(int, edgeworth_order, 2,
@@ -72,7 +78,8 @@ constexpr const char* kFlagNames[] = {
     "check_ledger", "default_accountant", "max_jobs_per_tenant", "max_updates_per_request",
     "max_steps_per_update", "max_cached_jobs", "max_pool_bytes", "max_admission_group", "max_payload_bytes",
     "group_commit_max_batches", "group_commit_delay_us", "max_stream_inflight",
-    "max_job_series", "release_use_mc", "release_mc_max_seconds", "query_mc_max_seconds",
+    "max_job_series", "release_use_mc", "release_mc_max_seconds", "evr_admission_tau",
+    "evr_admission_max_samples", "evr_admission_max_seconds", "query_mc_max_seconds",
     "edgeworth_order", "edgeworth_mode", "spa_estimator", "log_level"};
 
 // DPLEDGER_<FLAG> from the environment, applied before the command line is parsed so the
@@ -142,6 +149,9 @@ absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
   o.ledger.committer.max_delay = std::chrono::microseconds(absl::GetFlag(FLAGS_group_commit_delay_us));
   o.ledger.release_use_mc = absl::GetFlag(FLAGS_release_use_mc);
   o.ledger.release_mc_max_seconds = absl::GetFlag(FLAGS_release_mc_max_seconds);
+  o.ledger.evr_admission.tau = absl::GetFlag(FLAGS_evr_admission_tau);
+  o.ledger.evr_admission.max_samples = absl::GetFlag(FLAGS_evr_admission_max_samples);
+  o.ledger.evr_admission.max_seconds = absl::GetFlag(FLAGS_evr_admission_max_seconds);
   // Bounds how long an MC Spent query runs, and with it how long shutdown waits.
   o.ledger.accountant_options.mc.max_seconds = absl::GetFlag(FLAGS_query_mc_max_seconds);
   const int order = absl::GetFlag(FLAGS_edgeworth_order);

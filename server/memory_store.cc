@@ -37,6 +37,15 @@ absl::Status MemoryStore::ApplyTo(Tables& t, const WriteBatch& batch,
     it->second.state = c.state;
     it->second.close_time_ms = c.close_time_ms;
   }
+  for (const EvrMark& m : batch.evr_marks) {
+    auto it = t.jobs.find(m.key);
+    if (it == t.jobs.end()) {
+      return absl::NotFoundError(absl::StrFormat("job '%s' not found", JobKeyString(m.key)));
+    }
+    undo.push_back([row = &it->second, old = it->second] { *row = old; });
+    it->second.evr_state = m.state;
+    it->second.evr_note = m.note;
+  }
   for (const UpdateRow& u : batch.updates) {
     auto it = t.jobs.find(u.key);
     if (it == t.jobs.end()) {

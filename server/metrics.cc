@@ -27,7 +27,7 @@ Metrics::Metrics(MetricsOptions options)
   steps_admitted_ = &BuildCounter().Name("dpledger_steps_admitted_total").Help("Admitted steps (sum of counts)").Register(*registry_).Add({});
   steps_refused_ = &BuildCounter().Name("dpledger_steps_refused_total").Help("Refused steps (sum of counts)").Register(*registry_).Add({});
   updates_ = &BuildCounter().Name("dpledger_updates_total").Help("Ledger updates by outcome").Register(*registry_);
-  verifications_ = &BuildCounter().Name("dpledger_verifications_total").Help("Release verifications by outcome").Register(*registry_);
+  verifications_ = &BuildCounter().Name("dpledger_verifications_total").Help("EVR verifications by purpose (release, admission) and outcome").Register(*registry_);
   releases_ = &BuildCounter().Name("dpledger_releases_total").Help("Releases by outcome").Register(*registry_);
   pool_bytes_ = &BuildGauge().Name("dpledger_pool_bytes").Help("Bytes held by MC sample pools").Register(*registry_).Add({});
   pool_rebuilds_ = &BuildCounter().Name("dpledger_pool_rebuilds_total").Help("Accountant state rebuilt from the ledger").Register(*registry_).Add({});
@@ -53,8 +53,9 @@ void Metrics::Update(std::string_view outcome, int64_t steps) {
   if (outcome == "refused") steps_refused_->Increment(static_cast<double>(steps));
 }
 
-void Metrics::Verification(std::string_view outcome) {
-  verifications_->Add({{"outcome", std::string(outcome)}}).Increment();
+void Metrics::Verification(std::string_view purpose, std::string_view outcome) {
+  verifications_->Add({{"purpose", std::string(purpose)}, {"outcome", std::string(outcome)}})
+      .Increment();
 }
 
 void Metrics::Release(std::string_view outcome) {

@@ -6,7 +6,8 @@
 //   dpledger_steps_admitted_total              counter (sum of step counts)
 //   dpledger_steps_refused_total               counter
 //   dpledger_updates_total{outcome}            counter: admitted|refused|duplicate|error
-//   dpledger_verifications_total{outcome}      counter: accepted|rejected|error
+//   dpledger_verifications_total{purpose,outcome}  counter: purpose release|admission (evr
+//                                              jobs); outcome accepted|rejected|refused|error
 //   dpledger_releases_total{outcome}           counter: recorded|duplicate|failed
 //   dpledger_pool_bytes                        gauge (MC sample pools held)
 //   dpledger_pool_rebuilds_total               counter (accountant state rebuilt from the ledger)
@@ -51,7 +52,7 @@ class Metrics {
 
   void Rpc(std::string_view method, std::string_view code, double seconds);
   void Update(std::string_view outcome, int64_t steps);  // steps admitted or refused
-  void Verification(std::string_view outcome);
+  void Verification(std::string_view purpose, std::string_view outcome);
   void Release(std::string_view outcome);
   void SetPoolBytes(double bytes);
   void PoolRebuild();

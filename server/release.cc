@@ -77,7 +77,8 @@ absl::StatusOr<ReleaseRow> LedgerService::Release(const Caller& caller, const Re
     }
     const auto events = entry.accountant->events();
     vin.events.assign(events.begin(), events.end());
-    vin.admitting_accountant = entry.row.accountant;
+    // The certified fallback tries the admitting accountant first (evr certifies nothing).
+    if (entry.row.accountant != kEvrAdmission) vin.admitting_accountant = entry.row.accountant;
     ledger_seq = entry.last_seq;
     vin.use_mc = options_.release_use_mc && entry.evr_rejected_at_seq != ledger_seq;
     num_steps = entry.num_steps;
@@ -100,10 +101,10 @@ absl::StatusOr<ReleaseRow> LedgerService::Release(const Caller& caller, const Re
     }
   }
   if (!v.ok()) {
-    if (metrics_) metrics_->Verification("error");
+    if (metrics_) metrics_->Verification("release", "error");
     return v.status();
   }
-  if (metrics_) metrics_->Verification(v->accepted ? "accepted" : "rejected");
+  if (metrics_) metrics_->Verification("release", v->accepted ? "accepted" : "rejected");
   if (!v->accepted) {
     if (metrics_) metrics_->Release("failed");
     spdlog::info("job={} release rejected verifier={} reason=\"{}\"", JobKeyString(key),

@@ -49,6 +49,19 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     }
   }
 
+  const EvrAdmissionOptions& evr = options.ledger.evr_admission;
+  if (!(evr.tau > 0 && evr.tau < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("evr_admission_tau must be in (0, 1), got %g", evr.tau));
+  }
+  if (evr.max_samples <= 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "evr_admission_max_samples must be > 0, got %d", evr.max_samples));
+  }
+  if (!(evr.max_seconds > 0)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "evr_admission_max_seconds must be > 0, got %g", evr.max_seconds));
+  }
   if (options.ledger.max_pool_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "max_pool_bytes must be >= 0, got %d", options.ledger.max_pool_bytes));

@@ -9,7 +9,7 @@ namespace dpledger::server::sqlite {
 namespace {
 
 // Never edit a shipped migration: add a new one.
-constexpr std::array<std::string_view, 2> kMigrations = {
+constexpr std::array<std::string_view, 3> kMigrations = {
     // 1: the ledger.
     R"sql(
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -76,6 +76,11 @@ CREATE UNIQUE INDEX releases_by_request ON releases (tenant, request_id) WHERE r
 CREATE INDEX releases_by_job ON releases (tenant, job_id, create_time_ms);
 CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
 INSERT INTO meta (key, value) VALUES ('created_by', 'dpledgerd');
+)sql",
+    // 3: "evr" jobs' admission state (ledger_types.h EvrState).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN evr_state INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN evr_note TEXT NOT NULL DEFAULT '';
 )sql",
 };
 

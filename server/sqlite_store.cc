@@ -59,11 +59,13 @@ JobRow ReadJob(const Stmt& q) {
   j.state = static_cast<JobState>(q.Int(8));
   j.create_time_ms = q.Int(9);
   j.close_time_ms = q.Int(10);
+  j.evr_state = static_cast<EvrState>(q.Int(11));
+  j.evr_note = q.Text(12);
   return j;
 }
 constexpr std::string_view kJobColumns =
     "tenant, job_id, budget_epsilon, budget_delta, neighbouring, accountant, mc_seed, "
-    "mc_num_samples, state, create_time_ms, close_time_ms";
+    "mc_num_samples, state, create_time_ms, close_time_ms, evr_state, evr_note";
 
 UpdateRow ReadUpdate(const Stmt& q) {
   UpdateRow u;
@@ -204,11 +206,13 @@ absl::Status SqliteStore::Apply(std::span<const WriteBatch* const> batches) {
 
 absl::Status SqliteStore::ApplyOne(const WriteBatch& batch) {
   for (const JobRow& j : batch.new_jobs) {
-    Stmt q(write_db_, Sql("INSERT INTO jobs (", kJobColumns, ") VALUES (?,?,?,?,?,?,?,?,?,?,?)"));
+    Stmt q(write_db_,
+           Sql("INSERT INTO jobs (", kJobColumns, ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"));
     q.Bind(1, j.key.tenant).Bind(2, j.key.job_id).Bind(3, j.budget_epsilon)
         .Bind(4, j.budget_delta).Bind(5, static_cast<int>(j.neighbouring)).Bind(6, j.accountant)
         .Bind(7, j.mc_seed).Bind(8, j.mc_num_samples).Bind(9, static_cast<int>(j.state))
-        .Bind(10, j.create_time_ms).Bind(11, j.close_time_ms);
+        .Bind(10, j.create_time_ms).Bind(11, j.close_time_ms)
+        .Bind(12, static_cast<int>(j.evr_state)).Bind(13, j.evr_note);
     if (absl::Status s = q.Run("insert job"); !s.ok()) {
       if (s.code() == absl::StatusCode::kAlreadyExists) {
         return absl::AlreadyExistsError(
@@ -224,6 +228,15 @@ absl::Status SqliteStore::ApplyOne(const WriteBatch& batch) {
     if (absl::Status s = q.Run("update job state"); !s.ok()) return s;
     if (sqlite3_changes(write_db_) != 1) {
       return absl::NotFoundError(absl::StrFormat("job '%s' not found", JobKeyString(c.key)));
+    }
+  }
+  for (const EvrMark& m : batch.evr_marks) {
+    Stmt q(write_db_, "UPDATE jobs SET evr_state = ?, evr_note = ? WHERE tenant = ? AND job_id = ?");
+    q.Bind(1, static_cast<int>(m.state)).Bind(2, m.note).Bind(3, m.key.tenant)
+        .Bind(4, m.key.job_id);
+    if (absl::Status s = q.Run("update job evr state"); !s.ok()) return s;
+    if (sqlite3_changes(write_db_) != 1) {
+      return absl::NotFoundError(absl::StrFormat("job '%s' not found", JobKeyString(m.key)));
     }
   }
   for (const UpdateRow& u : batch.updates) {

@@ -71,7 +71,37 @@ TEST(SqliteStore, MigratesAVersionOneDatabase) {
   ASSERT_THAT(CreateSqliteSchemaForTest(dir.file("l.db"), 1), IsOk());
   absl::StatusOr<std::unique_ptr<SqliteStore>> s = SqliteStore::Open({.path = dir.file("l.db")});
   ASSERT_THAT(s, IsOk());
-  EXPECT_EQ((*s)->schema_version(), 2);
+  EXPECT_EQ((*s)->schema_version(), kSqliteSchemaVersion);
+}
+
+// Version 3 added the evr admission columns: a job written by a version-2 server reads back
+// idle, and the new state round-trips.
+TEST(SqliteStore, MigratesAVersionTwoJobToIdleEvrState) {
+  testing::TempDir dir;
+  ASSERT_THAT(CreateSqliteSchemaForTest(dir.file("l.db"), 2), IsOk());
+  sqlite3* db = nullptr;
+  sqlite3_open(dir.file("l.db").c_str(), &db);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "INSERT INTO jobs VALUES ('t', 'old', 1.0, 1e-6, 1, 'pld', 0, 0, 1, 5, 0)",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  absl::StatusOr<std::unique_ptr<SqliteStore>> s = SqliteStore::Open({.path = dir.file("l.db")});
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ((*s)->schema_version(), 3);
+  absl::StatusOr<std::optional<JobRow>> j = (*s)->GetJob({"t", "old"});
+  ASSERT_THAT(j, IsOk());
+  ASSERT_TRUE(j->has_value());
+  EXPECT_EQ((*j)->evr_state, EvrState::kIdle);
+  EXPECT_EQ((*j)->evr_note, "");
+  EXPECT_EQ((*j)->accountant, "pld");
+  WriteBatch b;
+  b.evr_marks.push_back({{"t", "old"}, EvrState::kStopped, "rejected at seq 4"});
+  ASSERT_THAT((*s)->Apply(b), IsOk());
+  j = (*s)->GetJob({"t", "old"});
+  ASSERT_THAT(j, IsOk());
+  EXPECT_EQ((*j)->evr_state, EvrState::kStopped);
+  EXPECT_EQ((*j)->evr_note, "rejected at seq 4");
 }
 
 TEST(SqliteStore, RefusesADatabaseFromANewerServer) {

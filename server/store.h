@@ -33,14 +33,23 @@ struct JobStateChange {
   int64_t close_time_ms = 0;
 };
 
+// An "evr" job's admission state (ledger_types.h EvrState).
+struct EvrMark {
+  JobKey key;
+  EvrState state = EvrState::kIdle;
+  std::string note;
+};
+
 // Everything one service operation writes.
 struct WriteBatch {
   std::vector<JobRow> new_jobs;
   std::vector<JobStateChange> state_changes;
+  std::vector<EvrMark> evr_marks;
   std::vector<UpdateRow> updates;       // in seq order per job
   std::vector<ReleaseRow> releases;
   bool empty() const {
-    return new_jobs.empty() && state_changes.empty() && updates.empty() && releases.empty();
+    return new_jobs.empty() && state_changes.empty() && evr_marks.empty() && updates.empty() &&
+           releases.empty();
   }
   // The jobs this batch touches (a failed commit poisons them, see committer.h).
   std::vector<JobKey> Jobs() const;

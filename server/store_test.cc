@@ -71,6 +71,38 @@ TEST_P(StoreSuite, JobRoundTripsEveryField) {
   EXPECT_FALSE(store_->GetJob({"t2", "job-a"})->has_value());  // tenants are separate
 }
 
+// An evr job's admission state changes together with its updates, all or nothing.
+TEST_P(StoreSuite, EvrMarksApplyAtomicallyWithUpdates) {
+  JobRow j = Job("t", "e");
+  j.accountant = "evr";
+  WriteBatch create;
+  create.new_jobs.push_back(j);
+  ASSERT_THAT(store_->Apply(create), IsOk());
+  EXPECT_EQ((*store_->GetJob(j.key))->evr_state, EvrState::kIdle);
+
+  WriteBatch verifying;
+  verifying.evr_marks.push_back({j.key, EvrState::kVerifying, ""});
+  ASSERT_THAT(store_->Apply(verifying), IsOk());
+  EXPECT_EQ((*store_->GetJob(j.key))->evr_state, EvrState::kVerifying);
+
+  // A failing update (seq 2 does not follow 0) rolls the mark back too.
+  WriteBatch bad;
+  bad.evr_marks.push_back({j.key, EvrState::kIdle, ""});
+  bad.updates.push_back(Update(j, 2, 1));
+  EXPECT_THAT(store_->Apply(bad), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("seq")));
+  EXPECT_EQ((*store_->GetJob(j.key))->evr_state, EvrState::kVerifying);
+
+  WriteBatch stop;
+  stop.evr_marks.push_back({j.key, EvrState::kStopped, "verification rejected seq 1"});
+  ASSERT_THAT(store_->Apply(stop), IsOk());
+  absl::StatusOr<std::optional<JobRow>> got = store_->GetJob(j.key);
+  EXPECT_EQ((*got)->evr_state, EvrState::kStopped);
+  EXPECT_EQ((*got)->evr_note, "verification rejected seq 1");
+  WriteBatch missing;
+  missing.evr_marks.push_back({{"t", "nope"}, EvrState::kStopped, ""});
+  EXPECT_THAT(store_->Apply(missing), StatusIs(absl::StatusCode::kNotFound, HasSubstr("nope")));
+}
+
 TEST_P(StoreSuite, DuplicateJobFailsAndTheWholeGroupIsRolledBack) {
   WriteBatch first;
   first.new_jobs.push_back(Job("t", "a"));

@@ -244,6 +244,35 @@ TEST_F(CliTest, ServerAccountantFlagsChooseEstimatesAndRefusalsSayWhy) {
   EXPECT_EQ(refused["num_steps"], 0);
 }
 
+// An evr job over the CLI and gRPC (server/evr_admission.h): Gaussian sigma 4 at budget
+// (1, 0.01) passes its verification for 3 steps (delta(1) = 0.00249481 below the threshold
+// 0.00433 by 9 standard errors) and fails for 4 (0.00682959, 12 above); after that the job
+// refuses everything and `job get` says why.
+TEST_F(CliTest, AnEvrJobAdmitsByVerificationAndStopsAfterARejection) {
+  ASSERT_NO_FATAL_FAILURE(StartServer({}));
+  ASSERT_EQ(Cli({"job", "create", "--job", "v", "--epsilon", "1", "--delta", "0.01",
+                 "--accountant", "evr"})
+                .exit_code,
+            0);
+  Json ok = CliJson({"step", "--job", "v", "--seq", "1", "--step", "gaussian:sigma=4,count=3",
+                     "--json"});
+  ASSERT_EQ(ok["admitted"], true) << ok;
+  EXPECT_EQ(ok["accountant"], "evr");
+  EXPECT_EQ(ok["epsilon"]["upper"], 1.0);
+  EXPECT_EQ(ok["epsilon"]["guarantee"], "statistical");
+  Json no = CliJson({"step", "--job", "v", "--seq", "2", "--step", "gaussian:sigma=4", "--json"});
+  EXPECT_EQ(no["admitted"], false) << no;
+  EXPECT_THAT(no["refusal_reason"].get<std::string>(), HasSubstr("admits no more steps"));
+  Json job = CliJson({"job", "get", "--job", "v", "--json"});
+  EXPECT_EQ(job["num_steps"], 3);
+  EXPECT_THAT(job["admission_stopped"].get<std::string>(), HasSubstr("did not accept"));
+  Json pld = CliJson({"spent", "--job", "v", "--delta", "0.01", "--accountant", "pld", "--json"});
+  EXPECT_LT(pld["epsilon"]["upper"].get<double>(), 1.0) << pld;
+  CommandResult rem = Cli({"remaining", "--job", "v", "--step", "gaussian:sigma=4"});
+  EXPECT_NE(rem.exit_code, 0);
+  EXPECT_THAT(rem.err, HasSubstr("FAILED_PRECONDITION"));
+}
+
 // Bad accountant flags stop dpledgerd before it serves, naming the flag.
 TEST(ServerFlags, BadAccountantFlagsStopStartUpNamingTheFlag) {
   TempDir dir;
@@ -251,6 +280,8 @@ TEST(ServerFlags, BadAccountantFlagsStopStartUpNamingTheFlag) {
       {{"--edgeworth-mode", "paper"}, "--edgeworth-mode must be one of clamped, literal"},
       {{"--spa-estimator=msd0"}, "--spa-estimator must be one of sp-clt"},
       {{"--edgeworth-order", "4"}, "--edgeworth-order must be in [0, 3], got 4"},
+      {{"--evr-admission-tau", "1"}, "evr_admission_tau must be in (0, 1), got 1"},
+      {{"--evr-admission-max-samples", "0"}, "evr_admission_max_samples must be > 0"},
   };
   for (const auto& [flags, message] : cases) {
     std::vector<std::string> argv = {ServerBinary(),      "--insecure",       "--listen",
