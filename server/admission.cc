@@ -362,6 +362,7 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
     entry.tail = committer_.Submit(std::move(batch));
     entry.row.evr_state = EvrState::kIdle;
     entry.accountant = std::move(kept);
+    if (UpdateBytesLocked(entry)) EvictIfNeeded();
     entry.spent = after;
     entry.num_steps = num_steps;
     entry.last_seq = items[fresh[admitted - 1]].update.seq;

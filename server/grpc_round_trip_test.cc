@@ -313,6 +313,10 @@ TEST(ServerStart, RefusesBadSettingsNamingThem) {
   } cases[] = {
       {"max_seconds", [](ServerOptions& o) { o.ledger.accountant_options.mc.max_seconds = -1; }},
       {"max_pool_bytes", [](ServerOptions& o) { o.ledger.max_pool_bytes = -1; }},
+      {"max_cached_bytes", [](ServerOptions& o) { o.ledger.max_cached_bytes = -1; }},
+      {"evr_admission_tau must be in (0, 1), got 0",
+       [](ServerOptions& o) { o.ledger.evr_admission.tau = 0; }},
+      {"evr_admission_max_seconds", [](ServerOptions& o) { o.ledger.evr_admission.max_seconds = 0; }},
       // --edgeworth-order: orders are 0..3 (edgeworth.md S3.2).
       {"edgeworth order must be in [0, 3], got 4",
        [](ServerOptions& o) { o.ledger.accountant_options.edgeworth.order = 4; }},

@@ -191,35 +191,61 @@ absl::StatusOr<LedgerService::EntryPtr> LedgerService::Acquire(
       lock.unlock();
       std::lock_guard<std::mutex> g(cache_mu_);
       auto it = cache_.find(key);
-      if (it != cache_.end() && it->second == e && e.use_count() == 2) cache_.erase(it);
+      if (it != cache_.end() && it->second == e && e.use_count() == 2) {
+        cached_bytes_ -= e->bytes;
+        cache_.erase(it);
+      }
       return s;
     }
+    UpdateBytesLocked(*e);
     EvictIfNeeded();
   }
   return e;
 }
 
-// Drops the least recently used idle entries (no holder, no pending commit) down to 90% of
-// the cap; a dropped job is rebuilt from the store on its next use.
+bool LedgerService::UpdateBytesLocked(JobEntry& entry) {
+  const size_t now = entry.accountant ? entry.accountant->CacheBytes() : 0;
+  std::lock_guard<std::mutex> g(cache_mu_);
+  if (now == entry.bytes) return false;
+  cached_bytes_ = cached_bytes_ - entry.bytes + now;
+  entry.bytes = now;
+  return true;
+}
+
+// Over either cap (jobs, bytes), drops the least recently used idle entries (no holder, no
+// pending commit) down to 90% of both; a dropped job is rebuilt from the store on its next
+// use. Entries in use are skipped, so the caps can be exceeded while they are busy.
 void LedgerService::EvictIfNeeded() {
   std::lock_guard<std::mutex> g(cache_mu_);
-  if (metrics_) metrics_->SetCachedJobs(static_cast<double>(cache_.size()));
-  if (static_cast<int>(cache_.size()) <= options_.max_cached_jobs) return;
+  const size_t max_bytes = static_cast<size_t>(std::max<int64_t>(0, options_.max_cached_bytes));
+  auto publish = [&] {
+    if (metrics_) {
+      metrics_->SetCachedJobs(static_cast<double>(cache_.size()),
+                              static_cast<double>(cached_bytes_));
+    }
+  };
+  publish();
+  if (static_cast<int>(cache_.size()) <= options_.max_cached_jobs &&
+      cached_bytes_ <= max_bytes) {
+    return;
+  }
   std::vector<std::pair<uint64_t, JobKey>> order;
   for (const auto& [k, e] : cache_) order.emplace_back(e->last_used, k);
   std::sort(order.begin(), order.end());
   const size_t target = static_cast<size_t>(options_.max_cached_jobs * 0.9);
+  const size_t target_bytes = static_cast<size_t>(static_cast<double>(max_bytes) * 0.9);
   for (const auto& [tick, k] : order) {
-    if (cache_.size() <= target) break;
+    if (cache_.size() <= target && cached_bytes_ <= target_bytes) break;
     auto it = cache_.find(k);
     EntryPtr& e = it->second;
     if (e.use_count() != 1) continue;
     std::unique_lock<std::mutex> l(e->mu, std::try_to_lock);
     if (!l.owns_lock() || (e->tail && !e->tail->done())) continue;
     l.unlock();
+    cached_bytes_ -= e->bytes;
     cache_.erase(it);
   }
-  if (metrics_) metrics_->SetCachedJobs(static_cast<double>(cache_.size()));
+  publish();
 }
 
 JobInfo LedgerService::InfoLocked(const JobEntry& e) const {

@@ -5,7 +5,8 @@
 // State model. The store holds the truth (jobs, admitted updates with their acks, releases).
 // Per job the service caches a JobEntry: the admitting accountant composed over the ledger,
 // the spent bound, last seq, and the recent updates. The cache is rebuilt from the store on
-// first use, after eviction (LRU, max_cached_jobs) and after a failed commit, so a restarted
+// first use, after eviction (LRU, max_cached_jobs and max_cached_bytes) and after a failed
+// commit, so a restarted
 // server answers exactly as before (deterministic accountants over the same event list).
 //
 // Admission (a privacy filter). Updates of one job are serialised by the job's mutex. New
@@ -59,6 +60,7 @@ struct LedgerOptions {
   int max_updates_per_request = 1000;   // AppendSteps updates per request
   int max_steps_per_update = 64;        // (mechanism, count) entries per update
   int max_cached_jobs = 10000;          // accountant caches kept (LRU beyond)
+  int64_t max_cached_bytes = int64_t{2} << 30;  // and their CacheBytes (PLD: ~7 MiB a job)
   int64_t max_pool_bytes = int64_t{1} << 30;  // MC query accountants' sample pools (LRU beyond)
   int max_admission_group = 1024;       // pipelined stream updates admitted together
   int64_t max_payload_bytes = 8 << 20;  // Release payload
@@ -238,6 +240,7 @@ class LedgerService {
     bool loaded = false;
     std::atomic<bool> stale{false};
     uint64_t last_used = 0;             // LRU tick (under the cache mutex)
+    size_t bytes = 0;                   // accountant->CacheBytes() (under the cache mutex)
     JobRow row;
     std::unique_ptr<core::Accountant> accountant;
     core::EpsilonBound spent;
@@ -269,6 +272,9 @@ class LedgerService {
   absl::StatusOr<EntryPtr> Acquire(const JobKey& key, std::unique_lock<std::mutex>& lock);
   absl::Status LoadLocked(JobEntry& entry, const JobKey& key);
   void EvictIfNeeded();
+  // Records the entry's accountant's CacheBytes in the cache total; true if it changed.
+  // Call with the job's lock held, after its accountant changed.
+  bool UpdateBytesLocked(JobEntry& entry);
   void OnPoisoned(const JobKey& key);
   JobInfo InfoLocked(const JobEntry& entry) const;
   // Waits for the job's pending commits (queries must not report what is not durable).
@@ -297,6 +303,7 @@ class LedgerService {
   std::mutex cache_mu_;
   std::map<JobKey, EntryPtr> cache_;
   uint64_t tick_ = 0;
+  size_t cached_bytes_ = 0;  // sum of the entries' bytes
 
   std::mutex create_mu_;  // job creation: count + existence check + insert
 };

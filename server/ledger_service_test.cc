@@ -527,6 +527,42 @@ TEST_F(LedgerServiceTest, EvictedJobsAreRebuiltWithTheSameAnswers) {
   EXPECT_THAT(metrics_.Serialize(), ::testing::ContainsRegex("dpledger_pool_rebuilds_total ([6-9]|[1-9][0-9])"));
 }
 
+// PLD jobs hold megabytes of grids and spectra each: the job cache is bounded by their
+// bytes too, and an evicted job answers exactly as before.
+TEST_F(LedgerServiceTest, PldJobsAreEvictedAtTheByteCapAndRebuiltWithTheSameAnswers) {
+  const core::MechanismEvent step{*core::Mechanism::SubsampledGaussian(1.0, 0.01), 100};
+  auto one = *core::CreateAccountant("pld");
+  ASSERT_THAT(one->Compose(step), IsOk());
+  ASSERT_THAT(one->EpsilonForDelta(kDelta), IsOk());
+  const size_t per_job = one->CacheBytes();
+  ASSERT_GT(per_job, 0u);
+  options_.max_cached_bytes = static_cast<int64_t>(per_job * 3 / 2);  // room for one job
+  Restart();
+  auto cached_bytes = [&] {
+    const std::string m = metrics_.Serialize();
+    const size_t at = m.find("\ndpledger_cached_job_bytes ");  // the sample, not # HELP
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + 27));
+  };
+  std::vector<double> spent;
+  for (int j = 0; j < 3; ++j) {
+    const std::string id = absl::StrFormat("p%d", j);
+    JobSpec spec{.job_id = id, .budget_epsilon = 10, .budget_delta = kDelta,
+                 .accountant = "pld"};
+    ASSERT_THAT(service_->CreateJob(Caller::Insecure(), spec), IsOk());
+    ASSERT_THAT(Append(UpdateInput{1, {step}}, id), IsOk());
+    spent.push_back(service_->GetJob(Caller::Insecure(), "", id)->spent.upper);
+    EXPECT_LE(cached_bytes(), static_cast<double>(options_.max_cached_bytes)) << j;
+  }
+  EXPECT_GT(cached_bytes(), 0);
+  for (int j = 0; j < 3; ++j) {  // each reload evicts the previous job again
+    EXPECT_EQ(service_->GetJob(Caller::Insecure(), "", absl::StrFormat("p%d", j))->spent.upper,
+              spent[j]);
+  }
+  EXPECT_EQ(spent[0], one->EpsilonForDelta(kDelta)->upper);
+  EXPECT_THAT(metrics_.Serialize(),
+              ::testing::ContainsRegex("dpledger_pool_rebuilds_total ([5-9]|[1-9][0-9])"));
+}
+
 // Monte Carlo Spent queries keep the job's sample pools between queries (within
 // max_pool_bytes, LRU) and extend them as the ledger grows; a pool built in one go, or
 // rebuilt after eviction, holds the same paths, so every answer is bit-identical.

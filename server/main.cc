@@ -42,6 +42,8 @@ ABSL_FLAG(int, max_jobs_per_tenant, 10000, "jobs one tenant may create");
 ABSL_FLAG(int, max_updates_per_request, 1000, "updates in one AppendSteps request");
 ABSL_FLAG(int, max_steps_per_update, 64, "(mechanism, count) entries in one update");
 ABSL_FLAG(int, max_cached_jobs, 10000, "jobs whose accountant state stays cached (LRU)");
+ABSL_FLAG(int64_t, max_cached_bytes, int64_t{2} << 30,
+          "bytes of cached jobs' accountant state (PLD grids; LRU beyond; 0: keep none idle)");
 ABSL_FLAG(int64_t, max_pool_bytes, int64_t{1} << 30,
           "bytes of MC sample pools kept between Spent queries (LRU beyond; 0: none)");
 ABSL_FLAG(int, max_admission_group, 1024, "pipelined stream updates admitted together");
@@ -76,7 +78,7 @@ constexpr const char* kFlagNames[] = {
     "listen", "data_dir", "store", "metrics_listen", "insecure", "tls_cert", "tls_key",
     "token_file", "max_message_bytes", "shutdown_grace_ms", "full_integrity_check",
     "check_ledger", "default_accountant", "max_jobs_per_tenant", "max_updates_per_request",
-    "max_steps_per_update", "max_cached_jobs", "max_pool_bytes", "max_admission_group", "max_payload_bytes",
+    "max_steps_per_update", "max_cached_jobs", "max_cached_bytes", "max_pool_bytes", "max_admission_group", "max_payload_bytes",
     "group_commit_max_batches", "group_commit_delay_us", "max_stream_inflight",
     "max_job_series", "release_use_mc", "release_mc_max_seconds", "evr_admission_tau",
     "evr_admission_max_samples", "evr_admission_max_seconds", "query_mc_max_seconds",
@@ -142,6 +144,7 @@ absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
   o.ledger.max_updates_per_request = absl::GetFlag(FLAGS_max_updates_per_request);
   o.ledger.max_steps_per_update = absl::GetFlag(FLAGS_max_steps_per_update);
   o.ledger.max_cached_jobs = absl::GetFlag(FLAGS_max_cached_jobs);
+  o.ledger.max_cached_bytes = absl::GetFlag(FLAGS_max_cached_bytes);
   o.ledger.max_pool_bytes = absl::GetFlag(FLAGS_max_pool_bytes);
   o.ledger.max_admission_group = absl::GetFlag(FLAGS_max_admission_group);
   o.ledger.max_payload_bytes = absl::GetFlag(FLAGS_max_payload_bytes);

@@ -38,6 +38,7 @@ Metrics::Metrics(MetricsOptions options)
   job_epsilon_ = &BuildGauge().Name("dpledger_job_epsilon_spent").Help("Spent epsilon at the job's delta (upper bound)").Register(*registry_);
   job_series_dropped_ = &BuildCounter().Name("dpledger_job_series_dropped_total").Help("Updates of jobs beyond the dpledger_job_epsilon_spent label cap").Register(*registry_).Add({});
   cached_jobs_ = &BuildGauge().Name("dpledger_cached_jobs").Help("Jobs whose accountant state is cached").Register(*registry_).Add({});
+  cached_job_bytes_ = &BuildGauge().Name("dpledger_cached_job_bytes").Help("Bytes the cached jobs' admitting accountants report (PLD grids and spectra)").Register(*registry_).Add({});
 }
 
 Metrics::~Metrics() = default;
@@ -65,7 +66,10 @@ void Metrics::Release(std::string_view outcome) {
 void Metrics::SetPoolBytes(double bytes) { pool_bytes_->Set(bytes); }
 void Metrics::PoolRebuild() { pool_rebuilds_->Increment(); }
 void Metrics::PoolEvicted() { pool_evictions_->Increment(); }
-void Metrics::SetCachedJobs(double n) { cached_jobs_->Set(n); }
+void Metrics::SetCachedJobs(double n, double bytes) {
+  cached_jobs_->Set(n);
+  cached_job_bytes_->Set(bytes);
+}
 
 void Metrics::SetSamplePoolBackend(std::string_view backend) {
   std::lock_guard<std::mutex> lock(mu_);

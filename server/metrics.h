@@ -18,6 +18,7 @@
 //   dpledger_job_epsilon_spent{job}            gauge, at most max_job_series jobs labelled;
 //   dpledger_job_series_dropped_total          counter of jobs beyond the cap
 //   dpledger_cached_jobs                       gauge
+//   dpledger_cached_job_bytes                  gauge (their accountants' CacheBytes)
 //
 // Thread safety: every method is thread-safe.
 #pragma once
@@ -60,7 +61,7 @@ class Metrics {
   void SetSamplePoolBackend(std::string_view backend);
   void StoreCommit(double seconds, size_t batches);
   void JobEpsilonSpent(const std::string& job, double epsilon);
-  void SetCachedJobs(double n);
+  void SetCachedJobs(double n, double bytes);
 
   // The text exposition format of everything registered (tests, debugging).
   std::string Serialize() const;
@@ -84,6 +85,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* job_epsilon_;
   prometheus::Counter* job_series_dropped_;
   prometheus::Gauge* cached_jobs_;
+  prometheus::Gauge* cached_job_bytes_;
 
   std::mutex mu_;
   std::map<std::string, prometheus::Gauge*> job_gauges_;

@@ -1,5 +1,6 @@
 // Query accountants whose state is worth keeping between queries (the Monte Carlo
-// accountant's sample pools, issue 4 "Durability and state"), per (job, accountant),
+// accountant's sample pools, issue 4 "Durability and state"; also the PLD accountant's
+// grids when a job admits with another accountant), per (job, accountant),
 // bounded by bytes with least-recently-used eviction. An entry is only a cache: an
 // evicted or discarded accountant is rebuilt from the job's seed and ledger and, its
 // pools being deterministic in (seed, ledger), answers exactly as before.

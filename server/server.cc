@@ -62,6 +62,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     return absl::InvalidArgumentError(absl::StrFormat(
         "evr_admission_max_seconds must be > 0, got %g", evr.max_seconds));
   }
+  if (options.ledger.max_cached_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "max_cached_bytes must be >= 0, got %d", options.ledger.max_cached_bytes));
+  }
   if (options.ledger.max_pool_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "max_pool_bytes must be >= 0, got %d", options.ledger.max_pool_bytes));

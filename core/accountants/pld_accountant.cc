@@ -21,6 +21,7 @@ class PldAccountant final : public Accountant {
   std::unique_ptr<Accountant> Clone() const override {
     return std::make_unique<PldAccountant>(*this);
   }
+  size_t CacheBytes() const override { return engine_.CacheBytes(); }
 
  protected:
   absl::Status CheckSupported(const Mechanism&) const override { return absl::OkStatus(); }

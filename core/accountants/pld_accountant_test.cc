@@ -4,6 +4,7 @@
 #include "core/accountants/pld_accountant.h"
 
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "core/accountants/analytic_gaussian.h"
@@ -282,6 +283,20 @@ TEST(PldAccountant, GridCapGivesWiderCertifiedIntervalOrClearError) {
   } else {
     EXPECT_THAT(b, StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("max_grid_points")));
   }
+}
+
+// The engine's caches are what a long-lived job holds; the service bounds them by bytes
+// (server --max-cached-bytes), so they must be reported, and stay within the engine's caps.
+TEST(PldAccountant, ReportsTheBytesItsCachesHold) {
+  auto acc = *CreatePldAccountant();
+  EXPECT_EQ(acc->CacheBytes(), 0u);
+  ASSERT_TRUE(acc->Compose(*Mechanism::SubsampledGaussian(1.0, 1e-3), 10000).ok());
+  ASSERT_TRUE(acc->EpsilonForDelta(1e-9).ok());
+  const size_t bytes = acc->CacheBytes();
+  std::printf("sigma 1, q 1e-3, 10000 steps, delta 1e-9: %.2f MiB cached\n", bytes / 1048576.0);
+  EXPECT_GT(bytes, size_t{1} << 16);
+  EXPECT_LE(bytes, size_t{256} << 20);
+  EXPECT_EQ(acc->Clone()->CacheBytes(), bytes);  // a clone shares the cached values
 }
 
 }  // namespace

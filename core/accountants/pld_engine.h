@@ -6,6 +6,7 @@
 // immutable grids and spectra.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -45,6 +46,12 @@ class PldEngine {
   // has a larger lower bound); pass 0 for none.
   absl::StatusOr<PldInterval> Epsilon(std::span<const MechanismEvent> events, Direction direction,
                                       double delta, double dominated_below = 0);
+
+  // Bytes held by the step, tilt and spectrum caches (at most 256 MiB). Copies of an
+  // engine share the cached values, so this overstates what a copy adds.
+  size_t CacheBytes() const {
+    return steps_.total_bytes + tilts_.total_bytes + spectra_.total_bytes;
+  }
 
  private:
   struct StepKey {
