@@ -226,6 +226,15 @@ grpc::Status GrpcLedgerService::Spent(grpc::ServerContext* ctx, const v1::SpentR
   return Handle("Spent", ctx, [&](const Caller& caller) -> absl::Status {
     absl::StatusOr<SpentQuery> q = SpentQueryFromProto(*req);
     if (!q.ok()) return q.status();
+    // A Monte Carlo query stops at the client's deadline rather than computing on for an
+    // answer nobody will read.
+    const auto deadline = ctx->deadline();
+    if (deadline != std::chrono::system_clock::time_point::max()) {
+      const double left =
+          std::chrono::duration<double>(deadline - std::chrono::system_clock::now()).count();
+      if (left <= 0) return absl::DeadlineExceededError("the call's deadline has passed");
+      if (left < 1e9) q->max_seconds = left;
+    }
     absl::StatusOr<SpentAnswer> a = service_->Spent(caller, req->tenant(), req->job_id(), *q);
     if (!a.ok()) return a.status();
     *resp = SpentToProto(*a, *q);

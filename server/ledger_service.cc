@@ -576,6 +576,10 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
     return absl::InvalidArgumentError(
         absl::StrFormat("epsilon must be a finite number >= 0, got %g", *query.epsilon));
   }
+  if (!(std::isfinite(query.max_seconds) && query.max_seconds >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("max_seconds must be a finite number >= 0, got %g", query.max_seconds));
+  }
   SpentAnswer ans;
   std::unique_ptr<core::Accountant> acc;
   bool other = false;  // another accountant than the admitting one answers
@@ -622,6 +626,11 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
       acc = std::move(*fresh);
     }
   }
+  // The tighter of the server's cap and the caller's deadline (0 means none for both).
+  const double server_cap = options_.accountant_options.mc.max_seconds;
+  const double cap = server_cap > 0 && query.max_seconds > 0 ? std::min(server_cap, query.max_seconds)
+                                                             : std::max(server_cap, query.max_seconds);
+  if (acc) acc->SetQueryTimeCap(cap);
   absl::Status status;
   if (acc && query.delta) {
     absl::StatusOr<core::EpsilonBound> b = acc->EpsilonForDelta(*query.delta);

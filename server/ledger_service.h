@@ -134,6 +134,9 @@ struct SpentQuery {
   std::optional<double> delta;        // exactly one of delta / epsilon
   std::optional<double> epsilon;
   std::string accountant;             // empty: the job's admitting accountant
+  // The caller's remaining deadline, seconds (0: none): a Monte Carlo answer stops growing
+  // there, or its pool build stops with DEADLINE_EXCEEDED, as at --query-mc-max-seconds.
+  double max_seconds = 0;
 };
 
 struct SpentAnswer {

@@ -646,5 +646,27 @@ TEST_F(LedgerServiceTest, AnMcPoolBuildStoppedAtTheTimeCapIsContinuedByTheNextQu
   EXPECT_NEAR(capped->delta->estimate, 0.28621, 0.015);
 }
 
+// The caller's deadline (SpentQuery::max_seconds, from the gRPC deadline) caps one query
+// like --query-mc-max-seconds does, and only that query: the cached accountant's next
+// query without a deadline runs to the end.
+TEST_F(LedgerServiceTest, TheCallersDeadlineCapsOnlyItsOwnMcQuery) {
+  options_.accountant_options.mc.max_seconds = 0;  // no server cap
+  Restart();
+  JobSpec spec{.job_id = "long", .budget_epsilon = 100, .budget_delta = kDelta,
+               .mc_seed = 9, .mc_num_samples = 1 << 14};
+  ASSERT_THAT(service_->CreateJob(Caller::Insecure(), spec).status(), IsOk());
+  ASSERT_THAT(Append(Upd(1, 10, 200), "long"), IsOk());
+  const SpentQuery hurried{.epsilon = 1.0, .accountant = "mc", .max_seconds = 1e-9};
+  EXPECT_THAT(service_->Spent(Caller::Insecure(), "", "long", hurried).status(),
+              StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("covers 64 of")));
+  const SpentQuery patient{.epsilon = 1.0, .accountant = "mc"};
+  absl::StatusOr<SpentAnswer> a = service_->Spent(Caller::Insecure(), "", "long", patient);
+  ASSERT_THAT(a.status(), IsOk());
+  EXPECT_NEAR(a->delta->estimate, 0.28621, 0.015);  // mu = sqrt(2) at epsilon 1 (mpmath)
+  const SpentQuery bad{.epsilon = 1.0, .accountant = "mc", .max_seconds = -1};
+  EXPECT_THAT(service_->Spent(Caller::Insecure(), "", "long", bad).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_seconds")));
+}
+
 }  // namespace
 }  // namespace dpledger::server

@@ -84,6 +84,11 @@ class Accountant {
   // default; never part of the answer itself.
   virtual std::vector<AnswerDiagnostic> LastDiagnostics() const { return {}; }
 
+  // The most wall time, in seconds, the next queries may spend where this accountant can
+  // stop early (0: no cap). Only the MC accountant has such work (sample growth, pool
+  // builds: core/mc/mc_accountant.h max_seconds); the others ignore it.
+  virtual void SetQueryTimeCap(double /*seconds*/) {}
+
   // Bytes held in caches that are worth keeping between queries (the MC
   // accountant's sample pools); 0 for accountants whose state is cheap to rebuild.
   virtual size_t CacheBytes() const { return 0; }

@@ -30,6 +30,8 @@ class McAccountant final : public Accountant {
     return b;
   }
 
+  void SetQueryTimeCap(double seconds) override { options_.max_seconds = seconds; }
+
   std::unique_ptr<Accountant> Clone() const override {
     // Pools are caches: the clone rebuilds them from (seed, ledger) on demand,
     // getting the same paths.
