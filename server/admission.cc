@@ -90,11 +90,9 @@ absl::StatusOr<EvrAdmissionResult> LedgerService::VerifyEvrLocked(
     entry.tail = committer_.Submit(std::move(b));
     return entry.tail;
   };
-  bool sampled = false;
   absl::StatusOr<EvrAdmissionResult> r = VerifyForAdmission(
       candidate, job.budget_epsilon, job.budget_delta, options_.evr_admission,
       [&]() -> absl::Status {
-        sampled = true;
         if (absl::Status s = mark(EvrState::kVerifying, "")->Wait(); !s.ok()) {
           return absl::UnavailableError(absl::StrFormat(
               "job '%s': the verification could not be marked durably before sampling (%s); "
@@ -110,7 +108,7 @@ absl::StatusOr<EvrAdmissionResult> LedgerService::VerifyEvrLocked(
   if (metrics_) metrics_->Verification("admission", outcome);
   if (!r.ok() || r->decision == EvrDecision::kRefused) {
     // Nothing was decided from verification samples: admitting may go on.
-    if (sampled) mark(EvrState::kIdle, "");
+    if (entry.row.evr_state == EvrState::kVerifying) mark(EvrState::kIdle, "");
     return r;
   }
   if (r->decision == EvrDecision::kRejected) {
@@ -238,17 +236,20 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
   core::EpsilonBound after = before;
   std::unique_ptr<core::Accountant> kept;         // the accountant over the admitted ledger
   std::optional<core::EpsilonBound> candidate;    // the refused update's bound, if known
-  std::optional<EvrMark> evr_idle;                // evr: back to idle with the updates
-  if (job.accountant == kEvrAdmission && m > 0) {
-    std::unique_ptr<core::Accountant> run = std::move(full);
-    if (!run) {  // an update failed to compose: verify the run before it
-      run = entry.accountant->Clone();
-      for (int j = 0; j < m; ++j) {
-        for (const core::MechanismEvent& e : items[fresh[j]].update.steps) {
-          DPL_CHECK_OK(run->Compose(e));  // composed once already in step 2
-        }
+  // The ledger with the first k new updates: `full` when k == m, else recomposed.
+  auto prefix = [&](int k) {
+    if (k == m && full) return std::move(full);
+    std::unique_ptr<core::Accountant> acc = entry.accountant->Clone();
+    for (int j = 0; j < k; ++j) {
+      for (const core::MechanismEvent& e : items[fresh[j]].update.steps) {
+        DPL_CHECK_OK(acc->Compose(e));  // composed once already in step 2
       }
     }
+    return acc;
+  };
+  const bool evr = job.accountant == kEvrAdmission;
+  if (evr && m > 0) {
+    std::unique_ptr<core::Accountant> run = prefix(m);
     absl::StatusOr<EvrAdmissionResult> v = VerifyEvrLocked(entry, run->events());
     if (!v.ok()) {
       // Nothing was decided from samples; the error belongs to the run (e.g. a mechanism
@@ -263,29 +264,17 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
       admitted = m;
       after = v->spent;
       kept = std::move(run);
-      if (v->sampled) evr_idle = EvrMark{job.key, EvrState::kIdle, ""};
     } else {
       refusal.reason = v->reason;
     }
-  } else if (job.accountant == kEvrAdmission) {
-    // No new update: nothing to verify.
-  } else {
+  }
+  if (!evr) {
     std::map<int, std::pair<absl::StatusOr<core::EpsilonBound>, std::unique_ptr<core::Accountant>>>
         evaluated;
     auto evaluate = [&](int k) -> const absl::StatusOr<core::EpsilonBound>& {
       auto it = evaluated.find(k);
       if (it != evaluated.end()) return it->second.first;
-      std::unique_ptr<core::Accountant> acc;
-      if (k == m && full) {
-        acc = std::move(full);
-      } else {
-        acc = entry.accountant->Clone();
-        for (int j = 0; j < k; ++j) {
-          for (const core::MechanismEvent& e : items[fresh[j]].update.steps) {
-            DPL_CHECK_OK(acc->Compose(e));  // composed once already in step 2
-          }
-        }
-      }
+      std::unique_ptr<core::Accountant> acc = prefix(k);
       absl::StatusOr<core::EpsilonBound> b = acc->EpsilonForDelta(delta);
       return evaluated.emplace(k, std::make_pair(std::move(b), std::move(acc)))
           .first->second.first;
@@ -323,7 +312,10 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
 
   // 4. Acks and rows.
   WriteBatch batch;
-  if (evr_idle) batch.evr_marks.push_back(*evr_idle);
+  // An accepted evr verification that sampled returns the job to idle with its updates.
+  if (admitted > 0 && entry.row.evr_state == EvrState::kVerifying) {
+    batch.evr_marks.push_back({job.key, EvrState::kIdle, ""});
+  }
   int64_t num_steps = entry.num_steps;
   const int64_t now_ms = NowMs();
   for (int k = 0; k < m_all; ++k) {

@@ -35,10 +35,11 @@ absl::StatusOr<EvrAdmissionResult> VerifyForAdmission(
   core::VerifierHooks hooks = options.hooks;
   const core::SeedSource seeds = hooks.seed_source ? hooks.seed_source
                                                    : core::SeedSource(core::OsEntropySeed);
+  bool sampling = false;
   hooks.seed_source = [&]() -> absl::StatusOr<uint64_t> {
-    if (!out.sampled) {
+    if (!sampling) {
       if (absl::Status s = before_sampling(); !s.ok()) return s;
-      out.sampled = true;
+      sampling = true;
     }
     return seeds();
   };

@@ -62,7 +62,6 @@ struct EvrAdmissionResult {
   EvrDecision decision = EvrDecision::kRefused;
   std::string reason;          // for the ack (refusal) or the log (acceptance)
   core::EpsilonBound spent;    // kAccepted: the verified statement epsilon(delta_B) <= epsilon_B
-  bool sampled = false;        // before_sampling was called (so the kVerifying mark is durable)
   int64_t num_samples = 0;
   double seconds = 0;
   std::string backend;
