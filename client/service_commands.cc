@@ -11,7 +11,10 @@ namespace {
 constexpr char kServiceUsage[] = R"(usage: dpledger --server HOST:PORT COMMAND [flags]
 
   job create --job ID --epsilon E --delta D [--accountant pld|rdp|analytic|spa|edgeworth|evr]
+             [--plan SPEC ...]          (declared schedule; none: the first mechanism, repeated)
              [--neighbouring add_remove] [--seed S] [--samples N] [--json]
+  job create --job ID --epsilon E --delta D --schedule adaptive [--filter renyi|gdp]
+             [--rdp-order A] [--expect SPEC]   (mechanisms chosen at run time)
   job get    --job ID [--json]
   job list   [--page-size N] [--json]
   job close  --job ID [--json]
