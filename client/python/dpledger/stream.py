@@ -7,8 +7,8 @@ already admitted seq with its original ack (duplicate=True), so nothing is charg
 
 Refusals and per-update errors are data here: an ack with admitted=False (``refused``) or a
 non-zero ``error_code``. A refused update consumes no seq, so updates pipelined behind it
-come back as sequence gaps (FAILED_PRECONDITION in their acks); the stream rewinds its
-numbering once per refusal, so the next send() reuses the refused seq.
+are not admitted either (refused as following a refusal, or FAILED_PRECONDITION gaps); the
+stream rewinds its numbering once per refusal, so the next send() reuses the refused seq.
 
 Use from one thread:
 
