@@ -13,6 +13,10 @@ PACKAGES=(
   prometheus-cpp-dev libcivetweb-dev zlib1g-dev
   libsqlite3-dev sqlite3 libfftw3-dev nlohmann-json3-dev
   libssl-dev python3
+  # The Python client (client/python): runtime, stub generation (grpc_python_plugin is in
+  # protobuf-compiler-grpc above), tests, examples, and `pip install ./client/python`.
+  python3-grpcio python3-protobuf python3-pytest python3-numpy python3-pip python3-setuptools
+  openssl
 )
 
 missing=()

@@ -5,6 +5,7 @@
 // Every flag can also come from the environment as DPLEDGER_<FLAG> (upper case, '-' -> '_'),
 // e.g. DPLEDGER_DATA_DIR=/srv/dpledger; a command-line flag wins over the environment.
 // SIGTERM / SIGINT: graceful shutdown (drain RPCs and streams, commit, close the store).
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <pthread.h>
@@ -16,6 +17,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "core/registry/accountant_option_names.h"
 #include "server/server.h"
@@ -126,6 +128,38 @@ std::vector<std::string> NormalizeFlagNames(int argc, char** argv) {
   return out;
 }
 
+// --help: every flag of this file with its default and environment variable (Abseil's own
+// --help lists only flags defined in a file named like the program: none here).
+bool PrintHelpIfAsked(int argc, char** argv) {
+  bool asked = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    asked |= a == "--help" || a == "-help" || a == "-h";
+  }
+  if (!asked) return false;
+  std::vector<const absl::CommandLineFlag*> flags;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (absl::EndsWith(flag->Filename(), "server/main.cc")) flags.push_back(flag);
+  }
+  std::sort(flags.begin(), flags.end(), [](auto* a, auto* b) { return a->Name() < b->Name(); });
+  std::printf("usage: %s\n\nFlags (a command-line flag wins over its environment variable):\n",
+              std::string(absl::ProgramUsageMessage()).c_str());
+  for (const absl::CommandLineFlag* flag : flags) {
+    const std::string name(flag->Name());
+    std::string dashed = name;
+    std::replace(dashed.begin(), dashed.end(), '_', '-');
+    const bool has_env = std::find_if(std::begin(kFlagNames), std::end(kFlagNames), [&](auto* n) {
+                           return name == n;
+                         }) != std::end(kFlagNames);
+    const std::string def = flag->DefaultValue().empty() ? "\"\"" : flag->DefaultValue();
+    std::printf("  --%s  (default %s; %s)\n      %s\n", dashed.c_str(), def.c_str(),
+                has_env ? ("env DPLEDGER_" + absl::AsciiStrToUpper(name)).c_str()
+                        : "no environment variable",
+                flag->Help().c_str());
+  }
+  return true;
+}
+
 // INVALID_ARGUMENT naming the flag for an accountant setting out of its range (Server::Start
 // checks the options again, for callers that build them without flags).
 absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
@@ -190,6 +224,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "dpledgerd --listen HOST:PORT --data-dir DIR --metrics-listen HOST:PORT "
       "(--insecure | --tls-cert F --tls-key F --token-file F); env DPLEDGER_<FLAG> also works");
+  if (PrintHelpIfAsked(argc, argv)) return 0;
   if (!ApplyEnvironment()) return 2;
   std::vector<std::string> args = NormalizeFlagNames(argc, argv);
   std::vector<char*> arg_ptrs;
