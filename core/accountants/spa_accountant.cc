@@ -1,13 +1,11 @@
 #include "core/accountants/spa_accountant.h"
 
 #include <algorithm>
-#include <functional>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "core/accountants/spa_conditioned.h"
 #include "core/accountants/spa_epsilon.h"
 #include "core/accountants/spa_ledger_cgf.h"
 #include "core/util/log_math.h"
@@ -51,8 +49,6 @@ class SpaAccountant final : public Accountant {
     // Symmetric mechanisms have the same law in both directions: skip the second.
     use_add_ = !symmetric;
     if (use_add_) add_.SetLedger(events());
-    cond_remove_.SetLedger(events());
-    if (use_add_) cond_add_.SetLedger(events());
   }
 
   absl::StatusOr<DeltaBound> ComputeDelta(double epsilon) const override {
@@ -66,20 +62,14 @@ class SpaAccountant final : public Accountant {
       NoteReliability(*cgf, *p);
       const double lower = p->log_lower == -kInf ? 0 : std::exp(p->log_lower);
       const double upper = ExpUpper(p->log_upper);
-      double estimate = std::clamp(std::exp(p->LogEstimate(options_.estimator)), lower, upper);
-      Interval in{lower, estimate, upper};
-      if (absl::Status s = Condition(*cgf, &in, [&](const SpaConditioned& c) {
-            return c.Delta(epsilon, std::max(estimate, lower), options_.estimator);
-          });
-          !s.ok()) {
-        return s;
-      }
+      const double estimate =
+          std::clamp(std::exp(p->LogEstimate(options_.estimator)), lower, upper);
       // The composed mechanism's delta is the max over directions, so the max of
       // the lower bounds is still a lower bound (spa.md 10 item 11 says the smaller
       // lower; both are valid, the max is tighter).
-      out.lower = std::max(out.lower, in.lower);
-      out.estimate = std::max(out.estimate, in.estimate);
-      out.upper = std::max(out.upper, in.upper);
+      out.lower = std::max(out.lower, lower);
+      out.estimate = std::max(out.estimate, estimate);
+      out.upper = std::max(out.upper, upper);
     }
     return out;
   }
@@ -93,56 +83,14 @@ class SpaAccountant final : public Accountant {
       if (absl::StatusOr<SpaDeltaPoint> p = EvaluateSpaDelta(*cgf, e->estimate); p.ok()) {
         NoteReliability(*cgf, *p);
       }
-      Interval in{e->lower, e->estimate, e->upper};
-      if (absl::Status s = Condition(*cgf, &in, [&](const SpaConditioned& c) {
-            return c.Epsilon(delta, e->estimate, options_.estimator);
-          });
-          !s.ok()) {
-        return s;
-      }
-      out.lower = std::max(out.lower, in.lower);
-      out.estimate = std::max(out.estimate, in.estimate);
-      out.upper = std::max(out.upper, in.upper);
+      out.lower = std::max(out.lower, e->lower);
+      out.estimate = std::max(out.estimate, e->estimate);
+      out.upper = std::max(out.upper, e->upper);
     }
     return out;
   }
 
  private:
-  struct Interval {
-    double lower, estimate, upper;
-  };
-  // With condition_on_sampling and a subsampled ledger: replaces the estimate by
-  // the conditioned mixture's and intersects the certified intervals (both
-  // certified, so their intersection is). A mixture over kMaxMixtureTerms keeps
-  // the unconditioned answer; the diagnostics say which path answered.
-  absl::Status Condition(
-      const SpaLedgerCgf& cgf, Interval* in,
-      const std::function<absl::StatusOr<MixtureAnswer>(const SpaConditioned&)>& solve) const {
-    const bool remove = cgf.direction() == Direction::kRemove;
-    const SpaConditioned& c = remove ? cond_remove_ : cond_add_;
-    const std::string dir = remove ? "remove_" : "add_";
-    if (!c.applies()) return absl::OkStatus();
-    if (!options_.condition_on_sampling) {
-      diagnostics_.push_back({dir + "sampling", std::string("unconditioned")});
-      return absl::OkStatus();
-    }
-    absl::StatusOr<MixtureAnswer> m = solve(c);
-    if (absl::IsFailedPrecondition(m.status())) {
-      diagnostics_.push_back({dir + "sampling", std::string("unconditioned")});
-      diagnostics_.push_back({dir + "unconditioned_reason", std::string(m.status().message())});
-      return absl::OkStatus();
-    }
-    if (!m.ok()) return m.status();
-    diagnostics_.push_back({dir + "sampling", std::string("conditioned")});
-    diagnostics_.push_back({dir + "mixture_terms", static_cast<double>(m->num_terms)});
-    diagnostics_.push_back({dir + "excluded_mass", m->excluded_mass});
-    in->lower = std::max(in->lower, m->lower);
-    in->upper = std::min(in->upper, m->upper);
-    in->lower = std::min(in->lower, in->upper);
-    in->estimate = std::clamp(m->estimate, in->lower, in->upper);
-    return absl::OkStatus();
-  }
-
   // Notes, per direction, err_SP / SP-CLT at the answer. Above 1 the method's own
   // error bound exceeds the estimate: few effective compositions (small q, see
   // spa_accountant.h), where every Gaussian-based estimate can be far off and
@@ -170,8 +118,6 @@ class SpaAccountant final : public Accountant {
   SpaLedgerCgf remove_{Direction::kRemove};
   SpaLedgerCgf add_{Direction::kAdd};
   bool use_add_ = false;
-  SpaConditioned cond_remove_{Direction::kRemove};
-  SpaConditioned cond_add_{Direction::kAdd};
   mutable std::vector<AnswerDiagnostic> diagnostics_;
 };
 

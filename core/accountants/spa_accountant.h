@@ -22,11 +22,7 @@
 //    SmallSamplingRateRows). There err_SP exceeds SP-CLT, so lower is 0 in delta:
 //    the interval says the estimate is uninformative (spa.md 10 item 7), and the
 //    answer's diagnostics carry err_sp_over_sp_clt per direction and, above 1, an
-//    estimate_warning. That is why, by default, ledgers with Poisson-subsampled
-//    steps are answered conditioned on the number of sampled steps
-//    (spa_conditioned.h): the estimate is the mixture's, and lower / upper the
-//    tighter of the two certified ends; diagnostics name the path ("sampling":
-//    conditioned / unconditioned, mixture terms, excluded binomial mass).
+//    estimate_warning.
 // The certification rests on the cumulant quadrature of Plrv::Tilted being as
 // accurate as measured (spa_cgf_test.cc; margins eta = 1e-8 on delta, eta_P = 1e-6
 // on P_t). Tilts beyond kSpaMaxTilt = 1e4 are not evaluated: there only the
@@ -51,11 +47,6 @@ struct SpaOptions {
   // Which approximation is reported as `estimate` (spa.md 4.5). The bounds do not
   // depend on it.
   SpaEstimator estimator = SpaEstimator::kClt;
-  // Poisson-subsampled ledgers: condition on the number of sampled steps
-  // (spa_conditioned.h; default). The answer then has the conditioned estimate
-  // and the intersection of both certified intervals. false: the paper's
-  // unconditioned SPA only (the spec vectors assert it).
-  bool condition_on_sampling = true;
 };
 
 absl::StatusOr<std::unique_ptr<Accountant>> CreateSpaAccountant(const SpaOptions& options = {});

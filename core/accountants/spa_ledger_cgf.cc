@@ -41,25 +41,8 @@ void SpaLedgerCgf::SetLedger(std::span<const MechanismEvent> events) {
     terms.push_back(std::move(term));
   }
   terms_ = std::move(terms);
-  UpdateEssSup();
-}
-
-void SpaLedgerCgf::SetLaws(std::span<const LawTerm> laws) {
-  terms_.clear();
-  for (const LawTerm& l : laws) terms_.push_back(Term{std::nullopt, l.law, l.count, {}});
-  UpdateEssSup();
-}
-
-void SpaLedgerCgf::SetCounts(std::span<const double> counts) {
-  for (size_t i = 0; i < terms_.size() && i < counts.size(); ++i) terms_[i].count = counts[i];
-  UpdateEssSup();
-}
-
-void SpaLedgerCgf::UpdateEssSup() {
   double ess = 0;
-  for (const Term& t : terms_) {
-    if (t.count > 0) ess += t.count * t.plrv->LossMax();
-  }
+  for (const Term& t : terms_) ess += t.count * t.plrv->LossMax();
   ess_sup_upper_ = std::isfinite(ess) ? ess * (1 + kEssSupRoundUp) : kInf;
 }
 
@@ -68,7 +51,6 @@ absl::StatusOr<SpaCumulants> SpaLedgerCgf::At(double t, CumulantOrder order) con
   SpaCumulants c;
   c.t = t;
   for (const Term& term : terms_) {
-    if (term.count == 0) continue;
     auto it = term.cache.find(t);
     if (it == term.cache.end() || (sixth && it->second.order != CumulantOrder::kSixth)) {
       ++tilt_evaluations_;

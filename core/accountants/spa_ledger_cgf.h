@@ -13,7 +13,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -51,17 +50,6 @@ class SpaLedgerCgf {
   // epsilon = delta = 0) are dropped. Caches of mechanisms still present are kept.
   void SetLedger(std::span<const MechanismEvent> events);
 
-  // A ledger given directly as laws with counts (the components of a conditioned
-  // mixture, plrv_components.h): replaces the ledger and its caches.
-  struct LawTerm {
-    std::shared_ptr<const TiltedLaw> law;
-    double count = 0;
-  };
-  void SetLaws(std::span<const LawTerm> laws);
-  // New counts (>= 0) for the laws of SetLaws, in the same order; caches are kept
-  // (they are per law). Terms with count 0 drop out of every sum.
-  void SetCounts(std::span<const double> counts);
-
   Direction direction() const { return direction_; }
   bool empty() const { return terms_.empty(); }
   int num_distinct() const { return static_cast<int>(terms_.size()); }
@@ -85,14 +73,12 @@ class SpaLedgerCgf {
     CumulantOrder order;  // kSixth: k5, k6 are set
   };
   struct Term {
-    std::optional<Mechanism> mechanism;  // none for SetLaws terms
-    std::shared_ptr<const TiltedLaw> plrv;  // immutable, shared by copies
+    Mechanism mechanism;
+    std::shared_ptr<const Plrv> plrv;  // immutable, shared by copies
     double count = 0;
     // Keyed by the exact t; filled by const At() (a cache, not state).
     mutable std::unordered_map<double, CachedTilt> cache;
   };
-  void UpdateEssSup();
-
   Direction direction_;
   std::vector<Term> terms_;
   double ess_sup_upper_ = 0;

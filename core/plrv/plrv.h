@@ -41,32 +41,13 @@ struct TiltedMoments {
 // quadrature point, which the default path skips.
 enum class CumulantOrder { kFourth, kSixth };
 
-// A finite measure on losses seen through its tilts: K(t) = log of the integral of
-// e^{tY}, and the moments of the normalised t-tilted law. Every Plrv is one (a
-// probability law, K(0) = 0); so are the components of a Poisson-subsampled loss
-// conditioned on whether the record was sampled (plrv_components.h), whose mass
-// need not be 1. The saddle-point accountant reads a ledger only through this.
-class TiltedLaw {
+class Plrv {
  public:
-  virtual ~TiltedLaw() = default;
+  virtual ~Plrv() = default;
 
-  // Essential infimum / supremum of the finite part of Y (may be -inf/+inf).
+  // Essential infimum / supremum of the finite part of Y under P (may be -inf/+inf).
   virtual double LossMin() const = 0;
   virtual double LossMax() const = 0;
-
-  // K(t) and tilted moments through K''''. Finite for every real t for
-  // Gaussian-type mechanisms; for bounded losses too. Error when not finite
-  // (e.g. approx DP).
-  absl::StatusOr<TiltedMoments> Tilted(double t) const {
-    return TiltedUpTo(t, CumulantOrder::kFourth);
-  }
-  // The same; with kSixth also k5, k6 (from tilted central moments, spa.md 6:
-  // K5 = mu5 - 10 mu3 mu2, K6 = mu6 - 15 mu4 mu2 - 10 mu3^2 + 30 mu2^3).
-  virtual absl::StatusOr<TiltedMoments> TiltedUpTo(double t, CumulantOrder order) const = 0;
-};
-
-class Plrv : public TiltedLaw {
- public:
   // Pr_P[Y = +inf]: mass where q = 0 (approximate DP's delta); 0 otherwise.
   virtual double InfiniteLossMass() const { return 0; }
 
@@ -83,6 +64,16 @@ class Plrv : public TiltedLaw {
   // -inf when delta = 0). The default evaluates SfP(eps) - e^eps SfQ(eps) + inf mass
   // as a difference of logs; mechanisms with a closed form override it.
   virtual double LogDeltaForEpsilon(double epsilon) const;
+
+  // K(t) and tilted moments through K''''. Finite for every real t for
+  // Gaussian-type mechanisms; for bounded losses too. Error when not finite
+  // (e.g. approx DP).
+  absl::StatusOr<TiltedMoments> Tilted(double t) const {
+    return TiltedUpTo(t, CumulantOrder::kFourth);
+  }
+  // The same; with kSixth also k5, k6 (from tilted central moments, spa.md 6:
+  // K5 = mu5 - 10 mu3 mu2, K6 = mu6 - 15 mu4 mu2 - 10 mu3^2 + 30 mu2^3).
+  virtual absl::StatusOr<TiltedMoments> TiltedUpTo(double t, CumulantOrder order) const = 0;
 };
 
 // log delta(eps) of the mu-GDP curve (the Gaussian mechanism composed to total
