@@ -8,7 +8,8 @@
 namespace dpledger::cli {
 
 std::vector<std::string> WithAccountantFlags(std::vector<std::string> known) {
-  for (const char* f : {"samples", "seed", "edgeworth-order", "edgeworth-mode", "spa-estimator"}) {
+  for (const char* f : {"samples", "seed", "edgeworth-order", "edgeworth-mode", "spa-estimator",
+                        "pld-precision"}) {
     known.push_back(f);
   }
   return known;
@@ -50,6 +51,19 @@ absl::Status AccountantFlags(const Args& args, const std::string& name,
   if ((order->has_value() || mode.has_value()) && name != "edgeworth") {
     return absl::InvalidArgumentError(
         "--edgeworth-order and --edgeworth-mode apply only to --accountant edgeworth");
+  }
+
+  auto precision = args.GetDouble("pld-precision");
+  if (!precision.ok()) return precision.status();
+  if (precision->has_value()) {
+    if (name != "pld") {
+      return absl::InvalidArgumentError("--pld-precision applies only to --accountant pld");
+    }
+    core::SetPldPrecision(**precision, &options->pld);
+    if (absl::Status s = core::ValidatePldOptions(options->pld); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--pld-precision must be in (0, 0.5], got %g", **precision));
+    }
   }
 
   const std::optional<std::string> estimator = args.Get("spa-estimator");
