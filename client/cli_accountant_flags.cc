@@ -59,10 +59,9 @@ absl::Status AccountantFlags(const Args& args, const std::string& name,
     if (name != "pld") {
       return absl::InvalidArgumentError("--pld-precision applies only to --accountant pld");
     }
-    core::SetPldPrecision(**precision, &options->pld);
-    if (absl::Status s = core::ValidatePldOptions(options->pld); !s.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("--pld-precision must be in (0, 0.5], got %g", **precision));
+    if (absl::Status s = core::ApplyPldPrecision(**precision, "--pld-precision", &options->pld);
+        !s.ok()) {
+      return s;
     }
   }
 
