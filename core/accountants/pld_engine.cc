@@ -15,6 +15,7 @@ namespace {
 
 // Share of the certified delta that truncation may add (pessimistic) in total:
 // it moves epsilon by about kTruncationShare / tilt, far inside the accuracy target.
+// Tighter precision targets lower it (PldEngine::TruncationShare).
 constexpr double kTruncationShare = 1e-4;
 // Tilted mass allowed to wrap around the FFT circle, relative to the height of the
 // composed tilted law (about h / sd): far below its FFT round-off.
@@ -129,9 +130,15 @@ absl::StatusOr<ComposedWindow> PldEngine::ComposeSide(std::span<const MechanismE
   return AssembleWindow(*wp, circular, parts, side);
 }
 
+double PldEngine::TruncationShare() const {
+  // A twentieth of the tighter target: 1e-4 for the defaults (unchanged), 5e-6 at 1e-4.
+  return std::min(kTruncationShare,
+                  0.05 * std::min(options_.relative_accuracy, options_.delta_relative_accuracy));
+}
+
 double PldEngine::StepTail(const PldPlan& plan, double log_delta_target) const {
   if (options_.tail_mass_truncation > 0) return options_.tail_mass_truncation;
-  const double t = std::exp(std::log(kTruncationShare) + log_delta_target) /
+  const double t = std::exp(std::log(TruncationShare()) + log_delta_target) /
                    std::max(plan.num_steps, 1.0);
   return FloorPow10(std::clamp(t, kMinStepTail, kMaxStepTail));
 }
@@ -188,7 +195,7 @@ absl::StatusOr<PldPlan> PldEngine::PlanOnGrid(std::span<const MechanismEvent> ev
 absl::StatusOr<PldEngine::Curves> PldEngine::Compute(std::span<const MechanismEvent> events,
                                                      Direction direction, const PldPlan& plan,
                                                      double h, double log_delta_target) {
-  const double log_budget = std::log(kTruncationShare) + log_delta_target;
+  const double log_budget = std::log(TruncationShare()) + log_delta_target;
   const double tail = StepTail(plan, log_delta_target);
   absl::StatusOr<ComposedWindow> pess =
       ComposeSide(events, direction, plan, h, tail, log_budget, PldSide::kPessimistic);
@@ -267,9 +274,11 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
     h_done = h;
     const double up = std::min(1.0, std::exp(c->pess.LogDelta(epsilon)));
     const double low = std::min(up, std::exp(c->opt.LogDelta(epsilon)));
-    if (!retargeted && c->outside > 1e-3 * up && up > 0) {
+    // Truncated mass above a tenth of the delta target (1e-3 of delta by default).
+    const double outside_share = 0.1 * options_.delta_relative_accuracy;
+    if (!retargeted && c->outside > outside_share * up && up > 0) {
       retargeted = true;
-      log_target = std::log(up) + std::log(1e-3 * up / c->outside);
+      log_target = std::log(up) + std::log(outside_share * up / c->outside);
       if (log_target < plan->log_delta_ref) continue;
     }
     if (!replanned) {  // as in Epsilon, once the truncation is settled

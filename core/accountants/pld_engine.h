@@ -113,6 +113,8 @@ class PldEngine {
   absl::StatusOr<ComposedWindow> ComposeSide(std::span<const MechanismEvent> events,
                                              Direction direction, const PldPlan& plan, double h,
                                              double tail, double log_budget, PldSide side);
+  // Share of delta the truncated tails may add: 1e-4, less for tight targets.
+  double TruncationShare() const;
   double StepTail(const PldPlan& plan, double log_delta_target) const;
   // The plan on the discretised law actually composed (pessimistic grids at step h,
   // tails truncated at `tail`): at the tilt of the current plan if that law's
