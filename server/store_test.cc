@@ -7,7 +7,9 @@
 #include "core/util/test_support.h"
 #include "gtest/gtest.h"
 #include "server/memory_store.h"
+#include "server/postgres_store.h"
 #include "server/sqlite_store.h"
+#include "server/test_postgres.h"
 #include "server/test_util.h"
 
 namespace dpledger::server {
@@ -16,17 +18,24 @@ namespace {
 using ::dpledger::testing::IsOk;
 using ::dpledger::testing::StatusIs;
 using ::testing::HasSubstr;
+using testing::PostgresUnavailableReason;
+using testing::TestPostgres;
 
 struct Backend {
   std::string name;
   std::function<std::unique_ptr<Store>(const std::string& dir)> open;
+  // Why this backend cannot run here ("" when it can): the test is skipped.
+  std::function<std::string()> unavailable = [] { return std::string(); };
 };
 
 void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
 
 class StoreSuite : public ::testing::TestWithParam<Backend> {
  protected:
-  void SetUp() override { store_ = GetParam().open(dir_.path()); }
+  void SetUp() override {
+    if (const std::string why = GetParam().unavailable(); !why.empty()) GTEST_SKIP() << why;
+    store_ = GetParam().open(dir_.path());
+  }
   testing::TempDir dir_;
   std::unique_ptr<Store> store_;
 };
@@ -228,7 +237,20 @@ INSTANTIATE_TEST_SUITE_P(
                       SqliteStore::Open({.path = dir + "/ledger.db"});
                   DPL_CHECK_OK(s.status());
                   return std::move(*s);
-                }}),
+                }},
+        // One server per test binary, a fresh database per test case.
+        Backend{"postgres",
+                [](const std::string&) -> std::unique_ptr<Store> {
+                  absl::StatusOr<TestPostgres*> pg = TestPostgres::Shared();
+                  DPL_CHECK_OK(pg.status());
+                  absl::StatusOr<std::string> url = (*pg)->CreateDatabase();
+                  DPL_CHECK_OK(url.status());
+                  absl::StatusOr<std::unique_ptr<PostgresStore>> s =
+                      PostgresStore::Open({.url = *url});
+                  DPL_CHECK_OK(s.status());
+                  return std::move(*s);
+                },
+                PostgresUnavailableReason}),
     [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; });
 
 }  // namespace
