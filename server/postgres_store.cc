@@ -360,6 +360,15 @@ absl::StatusOr<PGconn*> PostgresStore::Connect() {
     PQfinish(conn);
     return absl::UnavailableError(absl::StrFormat("postgres connect: %s", msg));
   }
+  // Server notices (e.g. "terminating connection due to administrator command") go to the
+  // log, not to bare stderr.
+  PQsetNoticeProcessor(
+      conn, [](void*, const char* message) {
+        std::string m = message;
+        while (!m.empty() && m.back() == '\n') m.pop_back();
+        spdlog::info("postgres notice: {}", m);
+      },
+      nullptr);
   // A commit is acknowledged only once its WAL record is flushed, whatever the server's
   // default; the server's own fsync setting is checked at Open.
   if (absl::Status s = pg::Exec(conn, "SET synchronous_commit = on", "configure connection");

@@ -43,7 +43,7 @@ struct PostgresStoreOptions {
   int pool_size = 8;           // connections at most
   int connect_timeout_s = 5;   // libpq connect_timeout, unless the URL sets one
   std::chrono::milliseconds reconnect_initial_delay{100};
-  std::chrono::milliseconds reconnect_max_delay{5000};
+  std::chrono::milliseconds reconnect_max_delay{2000};
 };
 
 class PostgresStore final : public Store {
