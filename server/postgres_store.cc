@@ -147,6 +147,40 @@ absl::Status InsertRows(PGconn* conn, std::string_view table, std::string_view c
   return absl::OkStatus();
 }
 
+// Updates, the hot path: one INSERT ... SELECT FROM unnest(column arrays) of 11 array
+// parameters, whatever the number of rows. (A multi-row VALUES list costs the server ~35 us
+// per row to parse and plan; this does not.)
+absl::Status InsertUpdates(PGconn* conn, const std::vector<const UpdateRow*>& rows) {
+  if (rows.empty()) return absl::OkStatus();
+  // Every column as a text array literal of quoted elements ("..." with \ and " escaped);
+  // the casts below give them their types.
+  std::vector<std::string> columns(kUpdateColumnCount, "{");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Params p;
+    AddUpdate(p, *rows[i]);
+    const char* const* values = p.values();
+    for (int c = 0; c < kUpdateColumnCount; ++c) {
+      std::string& col = columns[c];
+      if (i) col += ',';
+      col += '"';
+      for (const char* v = values[c], *end = values[c] + p.lengths()[c]; v != end; ++v) {
+        if (*v == '"' || *v == '\\') col += '\\';
+        col += *v;
+      }
+      col += '"';
+    }
+  }
+  Params arrays;
+  for (std::string& col : columns) arrays.Add((col += '}'));
+  return pg::Exec(conn,
+                  absl::StrFormat("INSERT INTO updates (%s) SELECT * FROM unnest($1::text[], "
+                                  "$2::text[], $3::bigint[], $4::text[], $5::float8[], "
+                                  "$6::float8[], $7::float8[], $8::int[], $9::float8[], "
+                                  "$10::bigint[], $11::bigint[])",
+                                  std::string(kUpdateColumns)),
+                  &arrays, "insert updates");
+}
+
 // What Apply knows of a job while the group's transaction holds its row lock.
 struct LockedJob {
   bool exists = false;
@@ -295,11 +329,7 @@ absl::Status Write(PGconn* conn, std::span<const WriteBatch* const> batches) {
       if (absl::Status s = RowChanged(conn, r, m.key); !s.ok()) return s;
     }
   }
-  if (absl::Status s = InsertRows(conn, "updates", kUpdateColumns, kUpdateColumnCount, updates,
-                                  AddUpdate, "insert update");
-      !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = InsertUpdates(conn, updates); !s.ok()) return s;
   return InsertRows(conn, "releases", kReleaseColumns, kReleaseColumnCount, releases, AddRelease,
                     "insert release");
 }

@@ -2,6 +2,7 @@
 #include "server/store.h"
 
 #include <functional>
+#include <limits>
 #include <memory>
 
 #include "core/util/test_support.h"
@@ -170,6 +171,32 @@ TEST_P(StoreSuite, UpdatesReadBackInSeqOrderWithTheirAcks) {
   EXPECT_EQ((*store_->LastUpdate(j.key))->seq, 5);
   EXPECT_EQ((*store_->GetUpdate(j.key, 3))->num_steps_after, 3);
   EXPECT_FALSE(store_->GetUpdate(j.key, 6)->has_value());
+}
+
+// Stored text and doubles come back unchanged, whatever their characters (PostgreSQL sends
+// updates as array literals, which quote and escape them) and special values.
+TEST_P(StoreSuite, UpdateFieldsRoundTripExactly) {
+  JobRow j = Job("t", "a \"quoted\" \\ {job}, id");
+  WriteBatch b;
+  b.new_jobs.push_back(j);
+  UpdateRow u = Update(j, 1, 1);
+  u.steps = "odd \"text\" with \\ backslash, {braces}, NULL and unicode \u00e9";
+  u.spent = {-0.0, 1.0 / 3.0, std::numeric_limits<double>::infinity(), core::Guarantee::kStatistical,
+             5e-324};
+  b.updates.push_back(u);
+  b.updates.push_back(Update(j, 2, 2));
+  ASSERT_THAT(store_->Apply(b), IsOk());
+  absl::StatusOr<std::optional<UpdateRow>> got = store_->GetUpdate(j.key, 1);
+  ASSERT_THAT(got, IsOk());
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->key, j.key);
+  EXPECT_EQ((*got)->steps, u.steps);
+  EXPECT_EQ((*got)->spent.lower, 0.0);
+  EXPECT_EQ((*got)->spent.estimate, 1.0 / 3.0);
+  EXPECT_EQ((*got)->spent.upper, std::numeric_limits<double>::infinity());
+  EXPECT_EQ((*got)->spent.guarantee, core::Guarantee::kStatistical);
+  EXPECT_EQ((*got)->spent.failure_probability, 5e-324);
+  EXPECT_EQ((*store_->LastUpdate(j.key))->seq, 2);
 }
 
 TEST_P(StoreSuite, JobsListInIdOrderPerTenant) {
