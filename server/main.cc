@@ -1,6 +1,7 @@
 // dpledgerd: the privacy-budget ledger service (issue 4).
 //
 //   dpledgerd --listen 127.0.0.1:50051 --data-dir var --metrics-listen 127.0.0.1:9464 --insecure
+//   dpledgerd --store postgres --postgres-url postgresql://dpledger@127.0.0.1/dpledger --insecure
 //
 // Every flag can also come from the environment as DPLEDGER_<FLAG> (upper case, '-' -> '_'),
 // e.g. DPLEDGER_DATA_DIR=/srv/dpledger; a command-line flag wins over the environment.
@@ -26,7 +27,16 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "gRPC address host:port (port 0: any free)");
 ABSL_FLAG(std::string, data_dir, "var", "directory of the SQLite store (ledger.db)");
-ABSL_FLAG(std::string, store, "sqlite", "store backend: sqlite or memory (nothing persists)");
+ABSL_FLAG(std::string, store, "sqlite",
+          "store backend: sqlite (embedded, one replica), postgres (shared by several "
+          "replicas) or memory (nothing persists)");
+ABSL_FLAG(std::string, postgres_url, "",
+          "libpq connection URI of the postgres store, e.g. "
+          "postgresql://dpledger@127.0.0.1:5432/dpledger (a password belongs in ~/.pgpass or "
+          "PGPASSWORD, or in DPLEDGER_POSTGRES_URL from a Secret)");
+ABSL_FLAG(int, postgres_pool_size, 8, "connections to PostgreSQL at most");
+ABSL_FLAG(int, store_ping_interval_ms, 1000,
+          "how often the store is pinged; health is NOT_SERVING while it is unreachable");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "Prometheus /metrics address host:port; empty: disabled");
 ABSL_FLAG(bool, insecure, false, "plaintext and no authentication (local use only)");
@@ -83,7 +93,8 @@ ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
 namespace {
 
 constexpr const char* kFlagNames[] = {
-    "listen", "data_dir", "store", "metrics_listen", "insecure", "tls_cert", "tls_key",
+    "listen", "data_dir", "store", "postgres_url", "postgres_pool_size",
+    "store_ping_interval_ms", "metrics_listen", "insecure", "tls_cert", "tls_key",
     "token_file", "max_message_bytes", "shutdown_grace_ms", "full_integrity_check",
     "check_ledger", "default_accountant", "max_jobs_per_tenant", "max_updates_per_request",
     "max_steps_per_update", "max_cached_jobs", "max_cached_bytes", "max_pool_bytes", "max_admission_group", "max_payload_bytes",
@@ -171,6 +182,9 @@ absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
   o.listen = absl::GetFlag(FLAGS_listen);
   o.data_dir = absl::GetFlag(FLAGS_data_dir);
   o.store = absl::GetFlag(FLAGS_store);
+  o.postgres_url = absl::GetFlag(FLAGS_postgres_url);
+  o.postgres_pool_size = absl::GetFlag(FLAGS_postgres_pool_size);
+  o.store_ping_interval_ms = absl::GetFlag(FLAGS_store_ping_interval_ms);
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.insecure = absl::GetFlag(FLAGS_insecure);
   o.tls_cert = absl::GetFlag(FLAGS_tls_cert);
