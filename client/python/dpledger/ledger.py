@@ -151,8 +151,28 @@ class Ledger:
         while time.monotonic() < deadline:
             if self.health(timeout=min(1.0, max(0.05, deadline - time.monotonic()))):
                 return True
-            time.sleep(0.05)
+            self._wait_connected(min(0.1, max(0.0, deadline - time.monotonic())))
         return False
+
+    def _wait_connected(self, seconds: float) -> None:
+        """Waits ``seconds``, watching the channel meanwhile: a reconnection makes progress only
+        while something watches it (otherwise only gRPC's 5 s backup poller drives it), so a
+        plain sleep would leave a restarted server unreached for seconds (as client.cc)."""
+        until = time.monotonic() + seconds
+        ready = grpc.channel_ready_future(self._raw_channel)
+        try:
+            ready.result(timeout=seconds)
+        except grpc.FutureTimeoutError:
+            pass
+        finally:
+            ready.cancel()
+        rest = until - time.monotonic()
+        if rest > 0:
+            time.sleep(rest)
+
+    def _backoff(self, next_attempt: int) -> None:
+        """The retry policy's wait before attempt ``next_attempt``."""
+        self._wait_connected(self.retry.delay(next_attempt))
 
     def _call(self, method: str, request, *, on_retry_error: Optional[Callable] = None):
         """One unary RPC with retries; gRPC errors become DpledgerError subclasses.
@@ -160,7 +180,7 @@ class Ledger:
         rpc = getattr(self._stub, method)
         for attempt in range(1, self.retry.max_attempts + 1):
             if attempt > 1:
-                time.sleep(self.retry.delay(attempt))
+                self._backoff(attempt)
             try:
                 return rpc(request, timeout=self.timeout, metadata=self._metadata)
             except grpc.RpcError as e:

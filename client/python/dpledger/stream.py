@@ -20,7 +20,6 @@ Use from one thread:
 """
 import collections
 import queue
-import time
 from typing import Deque, Iterator, List, Optional, Sequence, Tuple
 
 import grpc
@@ -133,7 +132,7 @@ class StepStream:
                     self._failures += 1
                     self.reconnects += 1
                     self._drop()
-                    time.sleep(policy.delay(self._failures + 1))
+                    self.job.ledger._backoff(self._failures + 1)
                     continue
                 error = errors.from_rpc_error(e)
             else:
