@@ -31,7 +31,7 @@ from .errors import (  # noqa: E402
 from .mechanisms import (  # noqa: E402
     ApproxDP, Gaussian, Laplace, Mechanism, PureDP, RandomizedResponse, Step,
     SubsampledGaussian, SubsampledLaplace)
-from .types import (  # noqa: E402
+from .results import (  # noqa: E402
     Bound, Budget, Guarantee, JobInfo, LedgerEntry, Release, Remaining, Spent, StepAck)
 from .ledger import Job, Ledger, RetryPolicy  # noqa: E402
 from .stream import StepStream  # noqa: E402

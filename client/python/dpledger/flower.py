@@ -17,7 +17,7 @@ from typing import Optional, Tuple
 
 from .ledger import Job
 from .mechanisms import MechanismLike
-from .types import StepAck
+from .results import StepAck
 
 
 class PrivacyGate:

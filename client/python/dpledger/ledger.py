@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import grpc
 
@@ -28,9 +28,11 @@ from . import errors
 from ._generated import dpledger_pb2 as pb
 from ._generated import dpledger_pb2_grpc as pb_grpc
 from .mechanisms import MechanismLike, Step, to_step
-from .types import Bound, JobInfo, LedgerEntry, Release, Remaining, Spent, StepAck
+from .results import Bound, JobInfo, LedgerEntry, Release, Remaining, Spent, StepAck
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from .stream import StepStream
+
 StepLike = Union[Step, MechanismLike]
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 _NEIGHBOURING = {None: pb.NEIGHBOURING_RELATION_UNSPECIFIED,
@@ -137,6 +139,8 @@ class Ledger:
     def health(self, service: str = "", timeout: float = 5.0) -> bool:
         """grpc.health.v1.Health/Check: True when the server says SERVING. Not retried.
         The two one-field messages are hand-encoded (Debian ships no health stubs)."""
+        if len(service.encode()) >= 128:  # one length byte below
+            raise errors.InvalidArgument(f"service name too long: {service!r}")
         check = self._channel.unary_unary("/grpc.health.v1.Health/Check")
         request = b"\x0a" + bytes([len(service)]) + service.encode() if service else b""
         try:

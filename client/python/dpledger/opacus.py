@@ -16,7 +16,10 @@ Differences that matter: every step() is charged to the job *before* the optimiz
 its update, and a step the budget cannot admit raises :class:`dpledger.BudgetExceeded` (the
 noisy update must then not be applied). get_epsilon returns the upper end of the admitting
 accountant's certified interval (what budgets are charged with), the figure
-``dpledger spent --delta D`` reports as its upper bound.
+``dpledger spent --delta D`` reports as its upper bound. Opacus'
+``make_private_with_epsilon`` calibrates noise with an accountant it creates by name, which
+"dpledger" is not: use ``make_private`` with a noise multiplier (``dpledger calibrate`` finds
+one for a budget).
 """
 from collections import OrderedDict
 from copy import deepcopy

@@ -27,7 +27,7 @@ import grpc
 from . import errors
 from ._generated import dpledger_pb2 as pb
 from .mechanisms import MechanismLike, Step, to_step
-from .types import StepAck
+from .results import StepAck
 
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
