@@ -76,5 +76,39 @@ void BM_HeterogeneousEpsilon(benchmark::State& state) {
 }
 BENCHMARK(BM_HeterogeneousEpsilon)->Unit(benchmark::kMillisecond);
 
+// delta(epsilon) at the default delta target (1%) and with the knob at 1e-4
+// (issue 15): 1200 Gaussian steps (sigma 70, mc-evr.md E1) at eps = 2, 3, and
+// 1000 DP-SGD steps (sigma 0.6, q 1e-3) at eps = 1.5 (mc-evr.md E8).
+void BM_DeltaForEpsilon(benchmark::State& state) {
+  const bool dp_sgd = state.range(0) == 1;
+  const double eps = state.range(1) / 10.0;
+  PldOptions o;
+  if (state.range(2) == 4) SetPldPrecision(1e-4, &o);
+  const MechanismEvent e = dp_sgd ? MechanismEvent{*Mechanism::SubsampledGaussian(0.6, 1e-3), 1000}
+                                  : MechanismEvent{*Mechanism::Gaussian(70), 1200};
+  absl::StatusOr<DeltaBound> b;
+  for (auto _ : state) {
+    std::unique_ptr<Accountant> acc = *CreatePldAccountant(o);
+    (void)acc->Compose(e);
+    b = acc->DeltaForEpsilon(eps);
+    benchmark::DoNotOptimize(b);
+  }
+  if (!b.ok()) {
+    state.SkipWithError(std::string(b.status().message()).c_str());
+    return;
+  }
+  state.counters["delta_upper"] = b->upper;
+  state.counters["rel_width"] = (b->upper - b->lower) / b->upper;
+}
+BENCHMARK(BM_DeltaForEpsilon)
+    ->Args({0, 20, 2})
+    ->Args({0, 30, 2})
+    ->Args({1, 15, 2})
+    ->Args({0, 20, 4})
+    ->Args({0, 30, 4})
+    ->Args({1, 15, 4})
+    ->ArgNames({"dp_sgd", "eps_x10", "neg_log10_precision"})
+    ->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace dpledger::core

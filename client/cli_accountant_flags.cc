@@ -8,7 +8,8 @@
 namespace dpledger::cli {
 
 std::vector<std::string> WithAccountantFlags(std::vector<std::string> known) {
-  for (const char* f : {"samples", "seed", "edgeworth-order", "edgeworth-mode", "spa-estimator"}) {
+  for (const char* f : {"samples", "seed", "edgeworth-order", "edgeworth-mode", "spa-estimator",
+                        "pld-precision"}) {
     known.push_back(f);
   }
   return known;
@@ -50,6 +51,18 @@ absl::Status AccountantFlags(const Args& args, const std::string& name,
   if ((order->has_value() || mode.has_value()) && name != "edgeworth") {
     return absl::InvalidArgumentError(
         "--edgeworth-order and --edgeworth-mode apply only to --accountant edgeworth");
+  }
+
+  auto precision = args.GetDouble("pld-precision");
+  if (!precision.ok()) return precision.status();
+  if (precision->has_value()) {
+    if (name != "pld") {
+      return absl::InvalidArgumentError("--pld-precision applies only to --accountant pld");
+    }
+    if (absl::Status s = core::ApplyPldPrecision(**precision, "--pld-precision", &options->pld);
+        !s.ok()) {
+      return s;
+    }
   }
 
   const std::optional<std::string> estimator = args.Get("spa-estimator");

@@ -1,6 +1,6 @@
 // The accountant's own flags, shared by `dpledger account` and `dpledger calibrate`:
 // --samples/--seed (mc), --edgeworth-order/--edgeworth-mode (edgeworth),
-// --spa-estimator (spa). Each is refused with another accountant, so a flag never
+// --spa-estimator (spa), --pld-precision (pld). Each is refused with another accountant, so a flag never
 // silently does nothing.
 #pragma once
 

@@ -66,12 +66,18 @@ ABSL_FLAG(double, evr_admission_max_seconds, 60,
           "predicted sampling-time cap of one evr admission (beyond: refused)");
 ABSL_FLAG(double, query_mc_max_seconds, 30,
           "time cap on the MC accountant's sample growth per Spent query (0: none)");
+ABSL_FLAG(double, query_max_seconds, 30,
+          "time cap on one Spent or Remaining query of any other accountant (0: none); a "
+          "caller's deadline caps it further");
 ABSL_FLAG(int, edgeworth_order, 2,
           "Edgeworth accountant: order of its estimate, 0-3 (0: CLT with exact moments)");
 ABSL_FLAG(std::string, edgeworth_mode, "clamped",
           "Edgeworth accountant estimate: clamped (production) or literal (as in the paper)");
 ABSL_FLAG(std::string, spa_estimator, "sp-clt",
           "SPA accountant estimate: sp-clt, sp-msd0, sp-msd1, sp-ew2 or icml-k3");
+ABSL_FLAG(double, pld_precision, 0,
+          "PLD accountant: target relative width of its certified intervals, in (0, 0.5] "
+          "(0: defaults, 0.005 for epsilon and 0.01 for delta)");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
 
 namespace {
@@ -84,7 +90,8 @@ constexpr const char* kFlagNames[] = {
     "group_commit_max_batches", "group_commit_delay_us", "max_stream_inflight",
     "max_job_series", "release_use_mc", "release_mc_max_seconds", "evr_admission_tau",
     "evr_admission_max_samples", "evr_admission_max_seconds", "query_mc_max_seconds",
-    "edgeworth_order", "edgeworth_mode", "spa_estimator", "log_level"};
+    "query_max_seconds", "edgeworth_order", "edgeworth_mode", "spa_estimator", "pld_precision",
+    "log_level"};
 
 // DPLEDGER_<FLAG> from the environment, applied before the command line is parsed so the
 // command line wins.
@@ -191,6 +198,11 @@ absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
   o.ledger.evr_admission.max_seconds = absl::GetFlag(FLAGS_evr_admission_max_seconds);
   // Bounds how long an MC Spent query runs, and with it how long shutdown waits.
   o.ledger.accountant_options.mc.max_seconds = absl::GetFlag(FLAGS_query_mc_max_seconds);
+  o.ledger.query_max_seconds = absl::GetFlag(FLAGS_query_max_seconds);
+  if (!(o.ledger.query_max_seconds >= 0)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--query_max_seconds must be >= 0, got %g", o.ledger.query_max_seconds));
+  }
   const int order = absl::GetFlag(FLAGS_edgeworth_order);
   if (order < 0 || order > dpledger::core::kMaxEdgeworthOrder) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -205,6 +217,11 @@ absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
       dpledger::core::ParseSpaEstimator(absl::GetFlag(FLAGS_spa_estimator), "--spa-estimator");
   if (!estimator.ok()) return estimator.status();
   o.ledger.accountant_options.spa.estimator = *estimator;
+  if (const double p = absl::GetFlag(FLAGS_pld_precision); p != 0) {
+    absl::Status s = dpledger::core::ApplyPldPrecision(p, "--pld-precision",
+                                                       &o.ledger.accountant_options.pld);
+    if (!s.ok()) return s;
+  }
   o.grpc.max_stream_inflight = absl::GetFlag(FLAGS_max_stream_inflight);
   o.metrics.max_job_series = absl::GetFlag(FLAGS_max_job_series);
   return o;

@@ -40,9 +40,16 @@
 namespace dpledger::core {
 
 struct PldOptions {
-  // Target relative width (upper - lower) / upper of the certified epsilon interval
-  // (for delta: of log(upper/lower), scaled by max(1, tilt * epsilon)). In (0, 0.5].
+  // The precision knob (`dpledger account --pld-precision P` sets both): target
+  // relative width (upper - lower) / upper of the certified interval of the queried
+  // quantity. The grid is halved until the interval meets it, max_refinements or
+  // max_grid_points is reached, or a finer grid stops narrowing it (FFT round-off);
+  // the answer's diagnostics say which (pld_precision.h). Each halving costs about
+  // 2x in time and narrows the interval about 4x. Each in (0, 0.5].
+  // epsilon(delta): width of [epsilon_lower, epsilon_upper].
   double relative_accuracy = 0.005;
+  // delta(epsilon): width of [delta_lower, delta_upper].
+  double delta_relative_accuracy = 0.01;
   // Loss grid step in nats. 0: chosen from relative_accuracy and refined
   // adaptively; > 0: used as given (rounded down to a power of 2), no refinement.
   double value_discretization_interval = 0;
@@ -55,6 +62,14 @@ struct PldOptions {
   // Most halvings of the grid step per query. In [0, 20].
   int max_refinements = 5;
 };
+
+// The one precision knob (CLI --pld-precision, dpledgerd's and a Spent request's
+// pld_precision): sets both relative_accuracy and delta_relative_accuracy to
+// `precision`. Validate afterwards (ValidatePldOptions).
+inline void SetPldPrecision(double precision, PldOptions* options) {
+  options->relative_accuracy = precision;
+  options->delta_relative_accuracy = precision;
+}
 
 // INVALID_ARGUMENT naming the offending PldOptions field.
 absl::Status ValidatePldOptions(const PldOptions& options);

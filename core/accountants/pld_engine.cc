@@ -15,6 +15,7 @@ namespace {
 
 // Share of the certified delta that truncation may add (pessimistic) in total:
 // it moves epsilon by about kTruncationShare / tilt, far inside the accuracy target.
+// Tighter precision targets lower it (PldEngine::TruncationShare).
 constexpr double kTruncationShare = 1e-4;
 // Tilted mass allowed to wrap around the FFT circle, relative to the height of the
 // composed tilted law (about h / sd): far below its FFT round-off.
@@ -129,9 +130,15 @@ absl::StatusOr<ComposedWindow> PldEngine::ComposeSide(std::span<const MechanismE
   return AssembleWindow(*wp, circular, parts, side);
 }
 
+double PldEngine::TruncationShare() const {
+  // A twentieth of the tighter target: 1e-4 for the defaults (unchanged), 5e-6 at 1e-4.
+  return std::min(kTruncationShare,
+                  0.05 * std::min(options_.relative_accuracy, options_.delta_relative_accuracy));
+}
+
 double PldEngine::StepTail(const PldPlan& plan, double log_delta_target) const {
   if (options_.tail_mass_truncation > 0) return options_.tail_mass_truncation;
-  const double t = std::exp(std::log(kTruncationShare) + log_delta_target) /
+  const double t = std::exp(std::log(TruncationShare()) + log_delta_target) /
                    std::max(plan.num_steps, 1.0);
   return FloorPow10(std::clamp(t, kMinStepTail, kMaxStepTail));
 }
@@ -188,7 +195,7 @@ absl::StatusOr<PldPlan> PldEngine::PlanOnGrid(std::span<const MechanismEvent> ev
 absl::StatusOr<PldEngine::Curves> PldEngine::Compute(std::span<const MechanismEvent> events,
                                                      Direction direction, const PldPlan& plan,
                                                      double h, double log_delta_target) {
-  const double log_budget = std::log(kTruncationShare) + log_delta_target;
+  const double log_budget = std::log(TruncationShare()) + log_delta_target;
   const double tail = StepTail(plan, log_delta_target);
   absl::StatusOr<ComposedWindow> pess =
       ComposeSide(events, direction, plan, h, tail, log_budget, PldSide::kPessimistic);
@@ -201,11 +208,11 @@ absl::StatusOr<PldEngine::Curves> PldEngine::Compute(std::span<const MechanismEv
 }
 
 double PldEngine::InitialStep(std::span<const MechanismEvent> events, Direction direction,
-                              const PldPlan& plan, double epsilon_scale) const {
+                              const PldPlan& plan, double epsilon_scale, double accuracy) const {
   if (options_.value_discretization_interval > 0) {
     return FloorPow2(options_.value_discretization_interval);
   }
-  double h = ChooseStep(plan, 0.25 * options_.relative_accuracy * epsilon_scale);
+  double h = ChooseStep(plan, 0.25 * accuracy * epsilon_scale);
   // A window of ~40 standard deviations, and each bounded step's whole support,
   // must fit the grid cap (a lopsided two-atom law has a tiny sd but a wide support).
   const double cap = static_cast<double>(options_.max_grid_points);
@@ -237,7 +244,11 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
   absl::StatusOr<PldPlan> plan = PlanForEpsilon(events, direction, epsilon);
   if (!plan.ok()) return plan.status();
   const bool fixed = options_.value_discretization_interval > 0;
-  double h = InitialStep(events, direction, *plan, std::max(epsilon, plan->sd));
+  // The first grid as for an epsilon target of half the delta target (what the
+  // accountant used before the delta knob); the refinement below jumps from there.
+  const double delta_accuracy = 0.5 * options_.delta_relative_accuracy;
+  double h = InitialStep(events, direction, *plan, std::max(epsilon, plan->sd), delta_accuracy);
+  double h_done = kInf;  // the step of the last grid that fitted
   // Truncation budgets are relative to the delta being computed, unknown at first:
   // start from the plan's estimate and tighten once if truncation came too close.
   double log_target = plan->log_delta_ref;
@@ -248,16 +259,26 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
     absl::StatusOr<Curves> c = Compute(events, direction, *plan, h, log_target);
     if (!c.ok()) {
       if (c.status().code() != absl::StatusCode::kOutOfRange) return c.status();
-      if (have) break;  // refining further does not fit: keep the certified answer
+      if (have && 2 * h < h_done) {  // a jump too far: try one halving less
+        h *= 2;
+        continue;
+      }
+      if (have) {  // refining further does not fit: keep the certified answer
+        result.stop = PldStop::kGridCap;
+        break;
+      }
       if (fixed || ++coarsenings > kMaxCoarsenings) return c.status();
       h *= 2;
       continue;
     }
+    h_done = h;
     const double up = std::min(1.0, std::exp(c->pess.LogDelta(epsilon)));
     const double low = std::min(up, std::exp(c->opt.LogDelta(epsilon)));
-    if (!retargeted && c->outside > 1e-3 * up && up > 0) {
+    // Truncated mass above a tenth of the delta target (1e-3 of delta by default).
+    const double outside_share = 0.1 * options_.delta_relative_accuracy;
+    if (!retargeted && c->outside > outside_share * up && up > 0) {
       retargeted = true;
-      log_target = std::log(up) + std::log(1e-3 * up / c->outside);
+      log_target = std::log(up) + std::log(outside_share * up / c->outside);
       if (log_target < plan->log_delta_ref) continue;
     }
     if (!replanned) {  // as in Epsilon, once the truncation is settled
@@ -267,7 +288,8 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
       const bool moved = again->tilt != plan->tilt;
       plan = again;
       if (moved) {
-        h = std::min(h, InitialStep(events, direction, *plan, std::max(epsilon, plan->sd)));
+        h = std::min(h, InitialStep(events, direction, *plan, std::max(epsilon, plan->sd),
+                                    delta_accuracy));
         continue;
       }
     }
@@ -280,13 +302,19 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
       result.upper = std::min(result.upper, up);
     }
     have = true;
-    const double target = options_.relative_accuracy * std::max(1.0, plan->tilt * epsilon);
-    if ((result.lower > 0 && std::log(result.upper / result.lower) <= target) ||
-        result.upper <= 1e-300 || result.upper <= dominated_below || up - low >= prev_gap) {
+    const double target = options_.delta_relative_accuracy;
+    const double width = result.upper > 0 ? (result.upper - result.lower) / result.upper : 0;
+    if (width <= target || result.upper <= 1e-300 || result.upper <= dominated_below) {
+      result.stop = PldStop::kTargetMet;
       break;
     }
-    h /= 2;
-    ++r;
+    result.stop = fixed ? PldStop::kFixedStep
+                  : up - low >= prev_gap ? PldStop::kRoundOff
+                                         : PldStop::kRefinementCap;
+    if (fixed || up - low >= prev_gap) break;
+    const int halvings = HalvingsToTarget(width, target, options_.max_refinements - r);
+    h = std::ldexp(h, -halvings);
+    r += halvings;
   }
   return result;
 }
@@ -297,7 +325,9 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
   absl::StatusOr<PldPlan> plan = PlanForDelta(events, direction, delta);
   if (!plan.ok()) return plan.status();
   const bool fixed = options_.value_discretization_interval > 0;
-  double h = InitialStep(events, direction, *plan, std::max(plan->center, plan->sd));
+  const double accuracy = options_.relative_accuracy;
+  double h = InitialStep(events, direction, *plan, std::max(plan->center, plan->sd), accuracy);
+  double h_done = kInf;  // the step of the last grid that fitted
   const double log_delta = std::log(delta);
   PldInterval result;
   bool have = false, replanned = false;
@@ -307,11 +337,19 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
     absl::StatusOr<Curves> c = Compute(events, direction, *plan, h, log_target);
     if (!c.ok()) {
       if (c.status().code() != absl::StatusCode::kOutOfRange) return c.status();
-      if (have) break;
+      if (have && 2 * h < h_done) {  // a jump too far: try one halving less
+        h *= 2;
+        continue;
+      }
+      if (have) {
+        result.stop = PldStop::kGridCap;
+        break;
+      }
       if (fixed || ++coarsenings > kMaxCoarsenings) return c.status();
       h *= 2;
       continue;
     }
+    h_done = h;
     absl::StatusOr<double> up = c->pess.Epsilon(log_delta);
     if (!up.ok()) {
       // Truncated mass reached delta (tails heavier than budgeted): shrink once.
@@ -333,7 +371,8 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       const bool moved = again->tilt != plan->tilt;
       plan = again;
       if (moved) {
-        h = std::min(h, InitialStep(events, direction, *plan, std::max(plan->center, plan->sd)));
+        h = std::min(h, InitialStep(events, direction, *plan, std::max(plan->center, plan->sd),
+                                    accuracy));
         continue;
       }
     }
@@ -345,17 +384,23 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       result.upper = std::min(result.upper, *up);
     }
     have = true;
-    if (result.upper - result.lower <= options_.relative_accuracy * result.upper ||
-        result.upper <= dominated_below || *up - lo >= prev_gap) {
+    const double width = result.upper > 0 ? (result.upper - result.lower) / result.upper : 0;
+    if (width <= accuracy || result.upper <= dominated_below) {
+      result.stop = PldStop::kTargetMet;
       break;
     }
-    h /= 2;
-    ++r;
+    result.stop = fixed ? PldStop::kFixedStep
+                  : *up - lo >= prev_gap ? PldStop::kRoundOff
+                                         : PldStop::kRefinementCap;
+    if (fixed || *up - lo >= prev_gap) break;
+    const int halvings = HalvingsToTarget(width, accuracy, options_.max_refinements - r);
+    h = std::ldexp(h, -halvings);
+    r += halvings;
   }
   // Still too wide (typically rare sampled steps and tiny delta, where the
   // saddle-point tilt puts delta in a valley of the tilted law and FFT round-off
   // dominates): certified intervals from other tilts intersect with this one.
-  if (!fixed && have && result.upper - result.lower > options_.relative_accuracy * result.upper &&
+  if (!fixed && have && result.upper - result.lower > accuracy * result.upper &&
       result.upper > dominated_below) {
     std::vector<double> tilts = {plan->tilt / 2, plan->tilt / 4};
     absl::StatusOr<PldPlan> mid = PlanForEpsilon(events, direction, 0.5 * (result.lower + result.upper));
@@ -371,6 +416,7 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       if (up.ok()) result.upper = std::min(result.upper, *up);
       if (low.ok()) result.lower = std::max(result.lower, std::min(*low, result.upper));
     }
+    if (result.upper - result.lower <= accuracy * result.upper) result.stop = PldStop::kTargetMet;
   }
   return result;
 }

@@ -20,6 +20,7 @@
 #include "core/accountants/pld_discretize.h"
 #include "core/accountants/pld_grid.h"
 #include "core/accountants/pld_plan.h"
+#include "core/accountants/pld_precision.h"
 #include "core/plrv/plrv.h"
 
 namespace dpledger::core {
@@ -30,6 +31,8 @@ struct PldInterval {
   double step = 0;   // grid step used (nats)
   double tilt = 0;
   int64_t fft_size = 0;
+  // Why refinement stopped (pld_precision.h): kTargetMet, or the cap that was hit.
+  PldStop stop = PldStop::kTargetMet;
 };
 
 class PldEngine {
@@ -110,6 +113,8 @@ class PldEngine {
   absl::StatusOr<ComposedWindow> ComposeSide(std::span<const MechanismEvent> events,
                                              Direction direction, const PldPlan& plan, double h,
                                              double tail, double log_budget, PldSide side);
+  // Share of delta the truncated tails may add: 1e-4, less for tight targets.
+  double TruncationShare() const;
   double StepTail(const PldPlan& plan, double log_delta_target) const;
   // The plan on the discretised law actually composed (pessimistic grids at step h,
   // tails truncated at `tail`): at the tilt of the current plan if that law's
@@ -117,8 +122,9 @@ class PldEngine {
   // tilt that centres it on `epsilon`.
   absl::StatusOr<PldPlan> PlanOnGrid(std::span<const MechanismEvent> events, Direction direction,
                                      const PldPlan& plan, double h, double tail, double epsilon);
+  // Grid step for an epsilon error of about accuracy * epsilon_scale / 4.
   double InitialStep(std::span<const MechanismEvent> events, Direction direction,
-                     const PldPlan& plan, double epsilon_scale) const;
+                     const PldPlan& plan, double epsilon_scale, double accuracy) const;
 
   PldOptions options_;
   Cache<StepKey, StepEntry> steps_{size_t{64} << 20};

@@ -61,4 +61,13 @@ absl::StatusOr<SpaEstimator> ParseSpaEstimator(std::string_view name, std::strin
   return ParseByName(name, field, &SpaEstimatorName);
 }
 
+absl::Status ApplyPldPrecision(double precision, std::string_view field, PldOptions* options) {
+  if (!(precision > 0 && precision <= 0.5)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s must be in (0, 0.5], got %g", std::string(field), precision));
+  }
+  SetPldPrecision(precision, options);
+  return absl::OkStatus();
+}
+
 }  // namespace dpledger::core

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/accountants/edgeworth_accountant.h"
+#include "core/accountants/pld_accountant.h"
 #include "core/accountants/spa_accountant.h"
 
 namespace dpledger::core {
@@ -22,5 +23,9 @@ absl::StatusOr<EdgeworthMode> ParseEdgeworthMode(std::string_view name, std::str
 std::string_view SpaEstimatorName(SpaEstimator estimator);
 // INVALID_ARGUMENT naming `field` and listing the names, as ParseEdgeworthMode.
 absl::StatusOr<SpaEstimator> ParseSpaEstimator(std::string_view name, std::string_view field);
+
+// The PLD precision knob (--pld-precision; pld_accountant.h SetPldPrecision):
+// sets both targets; INVALID_ARGUMENT naming `field` unless precision is in (0, 0.5].
+absl::Status ApplyPldPrecision(double precision, std::string_view field, PldOptions* options);
 
 }  // namespace dpledger::core

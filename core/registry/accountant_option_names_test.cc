@@ -1,5 +1,7 @@
 #include "core/registry/accountant_option_names.h"
 
+#include <cmath>
+
 #include "core/util/test_support.h"
 #include "gtest/gtest.h"
 
@@ -46,6 +48,18 @@ TEST(AccountantOptionNames, UnknownNamesListTheKnownOnes) {
                                  "icml-k3, got 'SP-CLT'")));
   EXPECT_THAT(ParseSpaEstimator("", "--spa-estimator"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got ''")));
+}
+
+TEST(AccountantOptionNames, PldPrecisionSetsBothTargetsOrNamesTheField) {
+  PldOptions o;
+  ASSERT_TRUE(ApplyPldPrecision(1e-4, "--pld-precision", &o).ok());
+  EXPECT_EQ(o.relative_accuracy, 1e-4);
+  EXPECT_EQ(o.delta_relative_accuracy, 1e-4);
+  for (double bad : {0.0, -1.0, 0.6, std::nan("")}) {
+    EXPECT_THAT(ApplyPldPrecision(bad, "--pld-precision", &o),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("--pld-precision must be in (0, 0.5]")));
+  }
 }
 
 }  // namespace

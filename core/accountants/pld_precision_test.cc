@@ -1,0 +1,137 @@
+// The PLD precision knob (issue 15 item 1): delta(epsilon) answers reach the delta
+// target, the knob tightens both query directions, and the diagnostics say whether
+// the target was met and, if not, which cap stopped the refinement.
+// References: Gaussian closed forms (mpmath, 50 digits; scripts/pld_precision_check.py
+// recomputes them) and mc-evr.md 9.4's subsampled-Gaussian table.
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/accountants/analytic_gaussian.h"
+#include "core/accountants/pld_accountant.h"
+#include "core/accountants/pld_precision.h"
+#include "gtest/gtest.h"
+
+namespace dpledger::core {
+namespace {
+
+std::unique_ptr<Accountant> Pld(const MechanismEvent& e, PldOptions o = {}) {
+  absl::StatusOr<std::unique_ptr<Accountant>> acc = CreatePldAccountant(o);
+  EXPECT_TRUE(acc.ok()) << acc.status();
+  EXPECT_TRUE((*acc)->Compose(e).ok());
+  return std::move(*acc);
+}
+
+std::string Diagnostic(const Accountant& acc, const std::string& name) {
+  for (const AnswerDiagnostic& d : acc.LastDiagnostics()) {
+    if (d.name != name) continue;
+    if (const std::string* s = std::get_if<std::string>(&d.value)) return *s;
+    return std::to_string(std::get<double>(d.value));
+  }
+  return "";
+}
+
+const MechanismEvent kFig1{*Mechanism::Gaussian(70), 1200};  // mu = 0.4948716593
+
+// Regression (issue 15): delta(2), delta(3) of 1200 Gaussian steps (sigma 70) had
+// certified upper ends 0.75% and 1.6% above the exact value. The default delta
+// target (1%) now bounds the width, and with it the distance of both ends.
+TEST(PldPrecision, DefaultDeltaQueriesAreWithinOnePercent) {
+  const PldOptions defaults;
+  EXPECT_EQ(defaults.delta_relative_accuracy, 0.01);
+  std::unique_ptr<Accountant> acc = Pld(kFig1);
+  struct Row {
+    double eps, exact;  // mpmath closed form, 50 digits
+  };
+  for (const Row& r : {Row{2, 7.772356946449464e-6}, Row{3, 2.270812473712944e-10}}) {
+    absl::StatusOr<DeltaBound> b = acc->DeltaForEpsilon(r.eps);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_LE(b->lower, r.exact) << "eps=" << r.eps;
+    EXPECT_GE(b->upper, r.exact) << "eps=" << r.eps;
+    EXPECT_LE(b->upper - b->lower, 0.01 * b->upper) << "eps=" << r.eps;
+    EXPECT_LE(std::fabs(b->estimate - r.exact), 0.005 * r.exact) << "eps=" << r.eps;
+    EXPECT_EQ(Diagnostic(*acc, "refinement"), "target_met");
+  }
+}
+
+// At eps = 3 the truncated tails alone were 4.5e-4 of delta: the truncation share
+// now follows the target (PldEngine::TruncationShare).
+TEST(PldPrecision, KnobTightensDeltaToOneInTenThousand) {
+  PldOptions o;
+  SetPldPrecision(1e-4, &o);
+  std::unique_ptr<Accountant> acc = Pld(kFig1, o);
+  struct Row {
+    double eps, exact;  // as above
+  };
+  for (const Row& r : {Row{2, 7.772356946449464e-6}, Row{3, 2.270812473712944e-10}}) {
+    absl::StatusOr<DeltaBound> b = acc->DeltaForEpsilon(r.eps);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_LE(b->lower, r.exact) << "eps=" << r.eps;
+    EXPECT_GE(b->upper, r.exact) << "eps=" << r.eps;
+    EXPECT_LE(b->upper - b->lower, 1e-4 * b->upper) << "eps=" << r.eps;
+    EXPECT_EQ(Diagnostic(*acc, "refinement"), "target_met") << "eps=" << r.eps;
+  }
+}
+
+TEST(PldPrecision, KnobTightensEpsilonToOneInTenThousand) {
+  PldOptions o;
+  SetPldPrecision(1e-4, &o);
+  std::unique_ptr<Accountant> acc = Pld(kFig1, o);
+  const double mu = std::sqrt(1200.0) / 70;
+  for (double delta : {1e-5, 1e-10}) {
+    const EpsilonBracket exact = GaussianEpsilon(mu, delta);
+    absl::StatusOr<EpsilonBound> b = acc->EpsilonForDelta(delta);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_LE(b->lower, exact.hi) << "delta=" << delta;
+    EXPECT_GE(b->upper, exact.lo) << "delta=" << delta;
+    EXPECT_LE(b->upper - b->lower, 1e-4 * b->upper) << "delta=" << delta;
+  }
+}
+
+// Regression (issue 15): 100 DP-SGD steps, sigma 0.6, q 1e-3: the delta(2) estimate
+// was 0.91% below the mc-evr.md 9.4 reference 1.268062e-7 (accurate to 1e-4).
+TEST(PldPrecision, SmallSamplingRateDeltaEstimateMatchesReference) {
+  std::unique_ptr<Accountant> acc = Pld({*Mechanism::SubsampledGaussian(0.6, 1e-3), 100});
+  const double ref = 1.268062e-7;
+  absl::StatusOr<DeltaBound> b = acc->DeltaForEpsilon(2);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_LE(b->lower, ref * (1 + 1e-4));
+  EXPECT_GE(b->upper, ref * (1 - 1e-4));
+  EXPECT_LE(std::fabs(b->estimate - ref), 0.005 * ref);
+}
+
+TEST(PldPrecision, ACapShortOfTheTargetIsNamedInTheDiagnostics) {
+  PldOptions o;
+  SetPldPrecision(1e-4, &o);
+  o.max_refinements = 0;  // the first grid gives ~1e-3 here
+  std::unique_ptr<Accountant> acc = Pld(kFig1, o);
+  absl::StatusOr<DeltaBound> b = acc->DeltaForEpsilon(3);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_GT(b->upper - b->lower, 1e-4 * b->upper);
+  EXPECT_EQ(Diagnostic(*acc, "refinement"), "refinement_cap");
+  EXPECT_NE(Diagnostic(*acc, "precision_warning").find("refinement_cap"), std::string::npos);
+  // A memoised answer keeps its own diagnostics.
+  ASSERT_TRUE(acc->EpsilonForDelta(0.5).ok());
+  ASSERT_TRUE(acc->DeltaForEpsilon(3).ok());
+  EXPECT_EQ(Diagnostic(*acc, "refinement"), "refinement_cap");
+}
+
+TEST(PldPrecision, HalvingsFollowTheQuadraticWidthModel) {
+  EXPECT_EQ(HalvingsToTarget(0.02, 0.01, 5), 1);   // 2x too wide: one halving (4x)
+  EXPECT_EQ(HalvingsToTarget(0.16, 0.01, 5), 2);   // 16x: two
+  EXPECT_EQ(HalvingsToTarget(0.17, 0.01, 5), 3);   // just over 16x: three
+  EXPECT_EQ(HalvingsToTarget(1.0, 1e-6, 5), 5);    // capped by what is left
+  EXPECT_EQ(HalvingsToTarget(1.0, 1e-6, 0), 1);    // always at least one
+}
+
+TEST(PldPrecision, DeltaTargetIsValidated) {
+  PldOptions o;
+  o.delta_relative_accuracy = 0;
+  absl::StatusOr<std::unique_ptr<Accountant>> acc = CreatePldAccountant(o);
+  ASSERT_FALSE(acc.ok());
+  EXPECT_NE(std::string(acc.status().message()).find("delta_relative_accuracy"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dpledger::core
