@@ -26,8 +26,8 @@ elif not _os.path.isdir(_os.path.join(_here, "_generated")):
 
 from .errors import (  # noqa: E402
     AlreadyExists, BudgetExceeded, DataLoss, DeadlineExceeded, DpledgerError,
-    FailedPrecondition, Internal, InvalidArgument, NotFound, PermissionDenied,
-    ResourceExhausted, Unauthenticated, Unavailable, Unimplemented)
+    FailedPrecondition, Internal, InvalidArgument, NotFound, PermissionDenied, PlanViolation,
+    ResourceExhausted, StepRefused, Unauthenticated, Unavailable, Unimplemented)
 from .mechanisms import (  # noqa: E402
     ApproxDP, Gaussian, Laplace, Mechanism, PureDP, RandomizedResponse, Step,
     SubsampledGaussian, SubsampledLaplace)
@@ -42,7 +42,8 @@ __all__ = [
     "PureDP", "ApproxDP", "Mechanism", "Step",
     "Bound", "Budget", "Guarantee", "JobInfo", "LedgerEntry", "Release", "Remaining", "Spent",
     "StepAck",
-    "DpledgerError", "BudgetExceeded", "InvalidArgument", "NotFound", "AlreadyExists",
+    "DpledgerError", "StepRefused", "BudgetExceeded", "PlanViolation", "InvalidArgument",
+    "NotFound", "AlreadyExists",
     "FailedPrecondition", "PermissionDenied", "Unauthenticated", "ResourceExhausted",
     "Unimplemented", "DataLoss", "Unavailable", "DeadlineExceeded", "Internal",
 ]

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 StepLike = Union[Step, MechanismLike]
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+_SCHEDULE = {None: pb.SCHEDULE_UNSPECIFIED, "declared": pb.SCHEDULE_DECLARED,
+             "adaptive": pb.SCHEDULE_ADAPTIVE}
 _NEIGHBOURING = {None: pb.NEIGHBOURING_RELATION_UNSPECIFIED,
                  "add_remove": pb.NEIGHBOURING_RELATION_ADD_REMOVE,
                  "replace_one": pb.NEIGHBOURING_RELATION_REPLACE_ONE}
@@ -204,21 +206,42 @@ class Ledger:
     # -- jobs ------------------------------------------------------------------------
 
     def create_job(self, job_id: str, *, epsilon: float, delta: float,
+                   schedule: Optional[str] = None, plan: Sequence[StepLike] = (),
+                   filter: Optional[str] = None, rdp_order: Optional[float] = None,
+                   expected_step: Optional[MechanismLike] = None,
                    accountant: Optional[str] = None, neighbouring: Optional[str] = None,
                    mc_seed: Optional[int] = None, mc_samples: Optional[int] = None,
                    tenant: Optional[str] = None) -> "Job":
         """Creates a job with budget (epsilon nats, delta) and returns its handle.
 
-        accountant: the admitting accountant ("pld" when None: the server's default;
-        "rdp", "analytic", "spa", "edgeworth", or "evr"); neighbouring: "add_remove"
-        (default) or "replace_one"; mc_seed / mc_samples: Monte Carlo options.
-        Raises AlreadyExists when the job exists (see :meth:`open_job`).
+        How its mechanisms are chosen (README "Adaptive or declared?"):
+          schedule="declared" (the default): fixed in advance, ``plan`` the ordered steps
+            (each with its count); no plan: the first admitted mechanism, repeated. Steps off
+            the plan are refused (:class:`dpledger.PlanViolation`). Admission: the natural
+            filter of ``accountant`` ("pld" when None: the server's default; "rdp",
+            "analytic", "spa", "edgeworth", or "evr").
+          schedule="adaptive": chosen at run time from earlier results; ``filter`` "renyi"
+            (default; order ``rdp_order``, or chosen for ``expected_step``) or "gdp"
+            (Gaussians only); ``accountant`` must be None.
+        neighbouring: "add_remove" (default) or "replace_one"; mc_seed / mc_samples: Monte
+        Carlo options. Raises AlreadyExists when the job exists (see :meth:`open_job`).
+        New CreateJobRequest fields get a keyword here, with a default.
         """
+        if schedule not in _SCHEDULE:
+            raise errors.InvalidArgument(
+                f"schedule must be 'declared' or 'adaptive', got {schedule!r}")
+        if neighbouring not in _NEIGHBOURING:
+            raise errors.InvalidArgument(
+                f"neighbouring must be 'add_remove' or 'replace_one', got {neighbouring!r}")
         request = pb.CreateJobRequest(
             job_id=job_id, tenant=self._tenant(tenant),
             budget=pb.Budget(epsilon=epsilon, delta=delta),
             neighbouring=_NEIGHBOURING[neighbouring], accountant=accountant or "",
-            mc=pb.McOptions(seed=mc_seed or 0, num_samples=mc_samples or 0))
+            mc=pb.McOptions(seed=mc_seed or 0, num_samples=mc_samples or 0),
+            schedule=_SCHEDULE[schedule], plan=[to_step(s).to_proto() for s in plan],
+            filter=filter or "", rdp_order=rdp_order or 0.0)
+        if expected_step is not None:
+            request.expected_step.CopyFrom(to_step(expected_step).to_proto())
         return Job(self, JobInfo.from_proto(self._call(
             "CreateJob", request, on_retry_error=lambda e: self._created_earlier(e, request))))
 
@@ -228,8 +251,9 @@ class Ledger:
             return None
         job = self._call("GetJob", pb.GetJobRequest(job_id=request.job_id, tenant=request.tenant))
         want_accountant = request.accountant or job.accountant
+        want_schedule = request.schedule or pb.SCHEDULE_DECLARED
         if (job.budget == request.budget and job.accountant == want_accountant
-                and job.num_updates == 0):
+                and job.schedule == want_schedule and job.num_updates == 0):
             return job
         return None
 
@@ -379,7 +403,8 @@ class Job:
              seq: Optional[int] = None) -> StepAck:
         """Charges ``count`` applications of ``mechanism`` as one update. Returns the ack
         (``duplicate=True`` when ``seq`` was already admitted: nothing charged); raises
-        BudgetExceeded when the budget refuses it (no seq consumed)."""
+        BudgetExceeded when the budget refuses it, PlanViolation when it departs from a
+        declared job's plan (no seq consumed either way)."""
         return self.update([Step(mechanism, count)], seq=seq)
 
     def update(self, steps: Sequence[StepLike], *, seq: Optional[int] = None) -> StepAck:
