@@ -26,12 +26,12 @@ elif not _os.path.isdir(_os.path.join(_here, "_generated")):
 
 from .errors import (  # noqa: E402
     AlreadyExists, BudgetExceeded, DataLoss, DeadlineExceeded, DpledgerError,
-    FailedPrecondition, Internal, InvalidArgument, NotFound, PermissionDenied,
-    ResourceExhausted, Unauthenticated, Unavailable, Unimplemented)
+    FailedPrecondition, Internal, InvalidArgument, NotFound, PermissionDenied, PlanViolation,
+    ResourceExhausted, StepRefused, Unauthenticated, Unavailable, Unimplemented)
 from .mechanisms import (  # noqa: E402
     ApproxDP, Gaussian, Laplace, Mechanism, PureDP, RandomizedResponse, Step,
     SubsampledGaussian, SubsampledLaplace)
-from .types import (  # noqa: E402
+from .results import (  # noqa: E402
     Bound, Budget, Guarantee, JobInfo, LedgerEntry, Release, Remaining, Spent, StepAck)
 from .ledger import Job, Ledger, RetryPolicy  # noqa: E402
 from .stream import StepStream  # noqa: E402
@@ -42,7 +42,8 @@ __all__ = [
     "PureDP", "ApproxDP", "Mechanism", "Step",
     "Bound", "Budget", "Guarantee", "JobInfo", "LedgerEntry", "Release", "Remaining", "Spent",
     "StepAck",
-    "DpledgerError", "BudgetExceeded", "InvalidArgument", "NotFound", "AlreadyExists",
+    "DpledgerError", "StepRefused", "BudgetExceeded", "PlanViolation", "InvalidArgument",
+    "NotFound", "AlreadyExists",
     "FailedPrecondition", "PermissionDenied", "Unauthenticated", "ResourceExhausted",
     "Unimplemented", "DataLoss", "Unavailable", "DeadlineExceeded", "Internal",
 ]

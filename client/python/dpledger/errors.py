@@ -1,8 +1,8 @@
 """Exceptions: one per gRPC status code the server uses, carrying the server's message.
 
-A step the budget cannot admit is not a gRPC error (its ack says admitted=False);
-:meth:`dpledger.Job.step` turns it into :class:`BudgetExceeded`, while a stream reports it
-as data (an ack with ``admitted=False``).
+A step the job cannot admit is not a gRPC error (its ack says admitted=False);
+:meth:`dpledger.Job.step` turns it into :class:`BudgetExceeded` (or :class:`PlanViolation`
+for a step off a declared plan), while a stream reports it as data (``admitted=False``).
 """
 from typing import Optional
 
@@ -70,13 +70,28 @@ class Internal(DpledgerError):
     code = grpc.StatusCode.INTERNAL
 
 
-class BudgetExceeded(DpledgerError):
-    """A step the job's budget cannot admit. ``ack`` is the server's refusal
-    (:class:`dpledger.StepAck`: ``refusal_reason``, ``spent`` and ``candidate``)."""
+class StepRefused(DpledgerError):
+    """An update the job did not admit. ``ack`` is the server's refusal
+    (:class:`dpledger.StepAck`: ``refusal_reason``, ``refusal_kind``, ``spent`` and
+    ``candidate``). Raised as one of its two subclasses."""
 
     def __init__(self, ack):
-        super().__init__(ack.refusal_reason or f"step seq {ack.seq} refused by the budget")
+        super().__init__(ack.refusal_reason or f"update seq {ack.seq} refused")
         self.ack = ack
+
+
+class BudgetExceeded(StepRefused):
+    """The budget (or the accountant behind it) cannot admit the update: refusal_kind
+    "budget", "uncertified", "stopped", "unverified" or "not_attempted"."""
+
+
+class PlanViolation(StepRefused):
+    """The update departs from the declared job's plan (refusal_kind "plan")."""
+
+
+def refusal(ack) -> StepRefused:
+    """The exception of a refused ack."""
+    return PlanViolation(ack) if ack.refusal_kind == "plan" else BudgetExceeded(ack)
 
 
 _BY_CODE = {cls.code: cls for cls in (

@@ -11,13 +11,15 @@ coordinator processes (or a restarted one) share one budget.
 
 would_exceed is advisory (another writer may spend between the check and the charge);
 record_round is the authority: it raises :class:`dpledger.BudgetExceeded` when the budget
-refuses the round, and then the round must not be released.
+refuses the round (PlanViolation when it departs from a declared job's plan), and then the
+round must not be released. A coordinator that chooses each round's noise or sampling rate
+from earlier results creates its job with ``schedule="adaptive"``.
 """
 from typing import Optional, Tuple
 
 from .ledger import Job
 from .mechanisms import MechanismLike
-from .types import StepAck
+from .results import StepAck
 
 
 class PrivacyGate:

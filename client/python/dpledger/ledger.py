@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import grpc
 
@@ -28,11 +28,15 @@ from . import errors
 from ._generated import dpledger_pb2 as pb
 from ._generated import dpledger_pb2_grpc as pb_grpc
 from .mechanisms import MechanismLike, Step, to_step
-from .types import Bound, JobInfo, LedgerEntry, Release, Remaining, Spent, StepAck
+from .results import Bound, JobInfo, LedgerEntry, Release, Remaining, Spent, StepAck
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from .stream import StepStream
+
 StepLike = Union[Step, MechanismLike]
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+_SCHEDULE = {None: pb.SCHEDULE_UNSPECIFIED, "declared": pb.SCHEDULE_DECLARED,
+             "adaptive": pb.SCHEDULE_ADAPTIVE}
 _NEIGHBOURING = {None: pb.NEIGHBOURING_RELATION_UNSPECIFIED,
                  "add_remove": pb.NEIGHBOURING_RELATION_ADD_REMOVE,
                  "replace_one": pb.NEIGHBOURING_RELATION_REPLACE_ONE}
@@ -137,6 +141,8 @@ class Ledger:
     def health(self, service: str = "", timeout: float = 5.0) -> bool:
         """grpc.health.v1.Health/Check: True when the server says SERVING. Not retried.
         The two one-field messages are hand-encoded (Debian ships no health stubs)."""
+        if len(service.encode()) >= 128:  # one length byte below
+            raise errors.InvalidArgument(f"service name too long: {service!r}")
         check = self._channel.unary_unary("/grpc.health.v1.Health/Check")
         request = b"\x0a" + bytes([len(service)]) + service.encode() if service else b""
         try:
@@ -151,8 +157,28 @@ class Ledger:
         while time.monotonic() < deadline:
             if self.health(timeout=min(1.0, max(0.05, deadline - time.monotonic()))):
                 return True
-            time.sleep(0.05)
+            self._wait_connected(min(0.1, max(0.0, deadline - time.monotonic())))
         return False
+
+    def _wait_connected(self, seconds: float) -> None:
+        """Waits ``seconds``, watching the channel meanwhile: a reconnection makes progress only
+        while something watches it (otherwise only gRPC's 5 s backup poller drives it), so a
+        plain sleep would leave a restarted server unreached for seconds (as client.cc)."""
+        until = time.monotonic() + seconds
+        ready = grpc.channel_ready_future(self._raw_channel)
+        try:
+            ready.result(timeout=seconds)
+        except grpc.FutureTimeoutError:
+            pass
+        finally:
+            ready.cancel()
+        rest = until - time.monotonic()
+        if rest > 0:
+            time.sleep(rest)
+
+    def _backoff(self, next_attempt: int) -> None:
+        """The retry policy's wait before attempt ``next_attempt``."""
+        self._wait_connected(self.retry.delay(next_attempt))
 
     def _call(self, method: str, request, *, on_retry_error: Optional[Callable] = None):
         """One unary RPC with retries; gRPC errors become DpledgerError subclasses.
@@ -160,7 +186,7 @@ class Ledger:
         rpc = getattr(self._stub, method)
         for attempt in range(1, self.retry.max_attempts + 1):
             if attempt > 1:
-                time.sleep(self.retry.delay(attempt))
+                self._backoff(attempt)
             try:
                 return rpc(request, timeout=self.timeout, metadata=self._metadata)
             except grpc.RpcError as e:
@@ -180,21 +206,42 @@ class Ledger:
     # -- jobs ------------------------------------------------------------------------
 
     def create_job(self, job_id: str, *, epsilon: float, delta: float,
+                   schedule: Optional[str] = None, plan: Sequence[StepLike] = (),
+                   filter: Optional[str] = None, rdp_order: Optional[float] = None,
+                   expected_step: Optional[MechanismLike] = None,
                    accountant: Optional[str] = None, neighbouring: Optional[str] = None,
                    mc_seed: Optional[int] = None, mc_samples: Optional[int] = None,
                    tenant: Optional[str] = None) -> "Job":
         """Creates a job with budget (epsilon nats, delta) and returns its handle.
 
-        accountant: the admitting accountant ("pld" when None: the server's default;
-        "rdp", "analytic", "spa", "edgeworth", or "evr"); neighbouring: "add_remove"
-        (default) or "replace_one"; mc_seed / mc_samples: Monte Carlo options.
-        Raises AlreadyExists when the job exists (see :meth:`open_job`).
+        How its mechanisms are chosen (README "Adaptive or declared?"):
+          schedule="declared" (the default): fixed in advance, ``plan`` the ordered steps
+            (each with its count); no plan: the first admitted mechanism, repeated. Steps off
+            the plan are refused (:class:`dpledger.PlanViolation`). Admission: the natural
+            filter of ``accountant`` ("pld" when None: the server's default; "rdp",
+            "analytic", "spa", "edgeworth", or "evr").
+          schedule="adaptive": chosen at run time from earlier results; ``filter`` "renyi"
+            (default; order ``rdp_order``, or chosen for ``expected_step``) or "gdp"
+            (Gaussians only); ``accountant`` must be None.
+        neighbouring: "add_remove" (default) or "replace_one"; mc_seed / mc_samples: Monte
+        Carlo options. Raises AlreadyExists when the job exists (see :meth:`open_job`).
+        New CreateJobRequest fields get a keyword here, with a default.
         """
+        if schedule not in _SCHEDULE:
+            raise errors.InvalidArgument(
+                f"schedule must be 'declared' or 'adaptive', got {schedule!r}")
+        if neighbouring not in _NEIGHBOURING:
+            raise errors.InvalidArgument(
+                f"neighbouring must be 'add_remove' or 'replace_one', got {neighbouring!r}")
         request = pb.CreateJobRequest(
             job_id=job_id, tenant=self._tenant(tenant),
             budget=pb.Budget(epsilon=epsilon, delta=delta),
             neighbouring=_NEIGHBOURING[neighbouring], accountant=accountant or "",
-            mc=pb.McOptions(seed=mc_seed or 0, num_samples=mc_samples or 0))
+            mc=pb.McOptions(seed=mc_seed or 0, num_samples=mc_samples or 0),
+            schedule=_SCHEDULE[schedule], plan=[to_step(s).to_proto() for s in plan],
+            filter=filter or "", rdp_order=rdp_order or 0.0)
+        if expected_step is not None:
+            request.expected_step.CopyFrom(to_step(expected_step).to_proto())
         return Job(self, JobInfo.from_proto(self._call(
             "CreateJob", request, on_retry_error=lambda e: self._created_earlier(e, request))))
 
@@ -204,8 +251,9 @@ class Ledger:
             return None
         job = self._call("GetJob", pb.GetJobRequest(job_id=request.job_id, tenant=request.tenant))
         want_accountant = request.accountant or job.accountant
+        want_schedule = request.schedule or pb.SCHEDULE_DECLARED
         if (job.budget == request.budget and job.accountant == want_accountant
-                and job.num_updates == 0):
+                and job.schedule == want_schedule and job.num_updates == 0):
             return job
         return None
 
@@ -355,7 +403,8 @@ class Job:
              seq: Optional[int] = None) -> StepAck:
         """Charges ``count`` applications of ``mechanism`` as one update. Returns the ack
         (``duplicate=True`` when ``seq`` was already admitted: nothing charged); raises
-        BudgetExceeded when the budget refuses it (no seq consumed)."""
+        BudgetExceeded when the budget refuses it, PlanViolation when it departs from a
+        declared job's plan (no seq consumed either way)."""
         return self.update([Step(mechanism, count)], seq=seq)
 
     def update(self, steps: Sequence[StepLike], *, seq: Optional[int] = None) -> StepAck:

@@ -14,9 +14,17 @@ An Opacus user swaps one object::
 
 Differences that matter: every step() is charged to the job *before* the optimizer applies
 its update, and a step the budget cannot admit raises :class:`dpledger.BudgetExceeded` (the
-noisy update must then not be applied). get_epsilon returns the upper end of the admitting
+noisy update must then not be applied). The job's schedule is declared (README "Adaptive or
+declared?"): with no plan, every step must repeat the first (noise_multiplier, sample_rate);
+a training run with phases (a noise or batch-size schedule) declares them at create, e.g.
+``ledger.create_job(..., plan=[Step(SubsampledGaussian(1.1, 0.01), 1000),
+Step(SubsampledGaussian(0.9, 0.02), 500)])``; a step off the plan raises
+:class:`dpledger.PlanViolation`. get_epsilon returns the upper end of the admitting
 accountant's certified interval (what budgets are charged with), the figure
-``dpledger spent --delta D`` reports as its upper bound.
+``dpledger spent --delta D`` reports as its upper bound. Opacus'
+``make_private_with_epsilon`` calibrates noise with an accountant it creates by name, which
+"dpledger" is not: use ``make_private`` with a noise multiplier (``dpledger calibrate`` finds
+one for a budget).
 """
 from collections import OrderedDict
 from copy import deepcopy

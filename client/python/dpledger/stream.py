@@ -20,7 +20,6 @@ Use from one thread:
 """
 import collections
 import queue
-import time
 from typing import Deque, Iterator, List, Optional, Sequence, Tuple
 
 import grpc
@@ -28,7 +27,7 @@ import grpc
 from . import errors
 from ._generated import dpledger_pb2 as pb
 from .mechanisms import MechanismLike, Step, to_step
-from .types import StepAck
+from .results import StepAck
 
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
@@ -133,7 +132,7 @@ class StepStream:
                     self._failures += 1
                     self.reconnects += 1
                     self._drop()
-                    time.sleep(policy.delay(self._failures + 1))
+                    self.job.ledger._backoff(self._failures + 1)
                     continue
                 error = errors.from_rpc_error(e)
             else:

@@ -13,13 +13,16 @@ of --clients clients with probability --q, sums their values in [0, 1] (sensitiv
 add/remove of one client) and adds Gaussian noise of standard deviation --sigma: a
 SubsampledGaussian(sigma, q) charged to the job before the aggregate is computed.
 Prints one line per round and exits 0 when the budget stops it (1 on --max-rounds).
+The mechanism is fixed up front, so the job's schedule is declared (the tight PLD filter);
+a coordinator that picks noise or sampling from earlier results runs with
+--schedule adaptive (Renyi filter; README "Adaptive or declared?").
 """
 import argparse
 import time
 
 import numpy as np
 
-from dpledger import BudgetExceeded, Ledger, SubsampledGaussian
+from dpledger import Ledger, StepRefused, SubsampledGaussian
 from dpledger.flower import PrivacyGate
 
 
@@ -34,13 +37,15 @@ def main(argv=None) -> int:
     p.add_argument("--clients", type=int, default=2000)
     p.add_argument("--max-rounds", type=int, default=10000)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--schedule", choices=["declared", "adaptive"], default="declared")
     args = p.parse_args(argv)
 
     rng = np.random.default_rng(args.seed)
     values = rng.beta(2, 5, size=args.clients)  # each client's private value in [0, 1]
     mechanism = SubsampledGaussian(sigma=args.sigma, q=args.q)
     with Ledger(args.server) as ledger:
-        gate = PrivacyGate(ledger.open_job(args.job, epsilon=args.epsilon, delta=args.delta))
+        gate = PrivacyGate(ledger.open_job(args.job, epsilon=args.epsilon, delta=args.delta,
+                                           schedule=args.schedule))
         print(f"job {args.job}: budget epsilon {args.epsilon} at delta {args.delta}; "
               f"true mean {values.mean():.4f}")
         for round_no in range(1, args.max_rounds + 1):
@@ -48,7 +53,7 @@ def main(argv=None) -> int:
                 break
             try:
                 gate.record_round(mechanism)  # charge first, then aggregate
-            except BudgetExceeded as refused:  # another writer spent it meanwhile
+            except StepRefused as refused:  # e.g. another writer spent it meanwhile
                 print(f"round {round_no} refused: {refused}")
                 break
             sampled = values[rng.random(args.clients) < args.q]

@@ -56,10 +56,13 @@ class Server:
         self.log_path = data_dir + ".log"
 
     def start(self, attempts: int = 5) -> "Server":
-        for _ in range(attempts):
-            self.address = f"127.0.0.1:{free_port()}"
+        """Starts dpledgerd on free ports; a restart (address already set) keeps the address."""
+        restart = bool(self.address)
+        for _ in range(1 if restart else attempts):
+            if not restart:
+                self.address = f"127.0.0.1:{free_port()}"
             argv = [binary("DPLEDGERD", "server/dpledgerd"), "--listen", self.address,
-                    "--data-dir", self.data_dir, "--metrics-listen", f"127.0.0.1:{free_port()}",
+                    "--data-dir", self.data_dir, "--metrics-listen", "",
                     *self.extra_args]
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
@@ -67,9 +70,8 @@ class Server:
             with Ledger(self.address, **self.ledger_args) as probe:
                 deadline = time.monotonic() + 30
                 while time.monotonic() < deadline and self.proc.poll() is None:
-                    if probe.health(timeout=1.0):
+                    if probe.wait_ready(0.5):
                         return self
-                    time.sleep(0.05)
             if self.proc.poll() is None:
                 break  # running but not serving: not a port clash
         self.stop()
@@ -78,6 +80,11 @@ class Server:
     def log_tail(self, n: int = 4000) -> str:
         with open(self.log_path, "rb") as f:
             return f.read()[-n:].decode(errors="replace")
+
+    def kill9(self) -> None:
+        """SIGKILL: a crash at an arbitrary point."""
+        self.proc.kill()
+        self.proc.wait()
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:

@@ -5,27 +5,30 @@ import pytest
 
 from dpledger import (
     AlreadyExists, BudgetExceeded, FailedPrecondition, Gaussian, Guarantee, InvalidArgument,
-    Ledger, NotFound, PureDP, RetryPolicy, Step, SubsampledGaussian)
+    Ledger, NotFound, PlanViolation, PureDP, RetryPolicy, Step, SubsampledGaussian)
 from dpledger._generated import dpledger_pb2 as pb
 
 SG = SubsampledGaussian(sigma=1.0, q=1e-3)
+M = SubsampledGaussian(sigma=1.0, q=0.05)
 
 
 def test_every_rpc_round_trips(ledger, job_id):
+    # q = 0.05 rather than 1e-3: Remaining for q = 1e-3 takes the server 10-20 s.
     job = ledger.create_job(job_id, epsilon=8, delta=1e-9)
     assert (job.info.budget.epsilon, job.info.budget.delta, job.info.accountant) == (8, 1e-9, "pld")
     assert job.last_seq == 0 and job.info.open
-    ack = job.step(SG, count=100)
+    ack = job.step(M, count=100)
     assert (ack.seq, ack.admitted, ack.duplicate, ack.num_steps) == (1, True, False, 100)
     assert ack.spent.guarantee is Guarantee.CERTIFIED and 0 < ack.spent.lower <= ack.spent.upper
+    assert ack.admission_guarantee == "natural filter over a declared schedule (pld)"
     # AppendSteps with two updates; a SPEC string and a Step with count.
-    acks = ledger.append_steps(job_id, [(2, [Gaussian(sigma=50)]),
-                                        (3, ["pure_dp:epsilon=0.01,count=2", Step(SG, 10)])])
+    acks = ledger.append_steps(job_id, [(2, [M]), (3, [
+        "subsampled_gaussian:sigma=1,q=0.05,count=2", Step(M, 10)])])
     assert [(a.seq, a.admitted, a.num_steps) for a in acks] == [(2, True, 101), (3, True, 113)]
     assert job.last_seq == 1  # the handle did not send those: refresh() resynchronises
     assert job.refresh().last_seq == 3
     with job.stream() as s:
-        assert [s.send(SG) for _ in range(3)] == [4, 5, 6]
+        assert [s.send(M) for _ in range(3)] == [4, 5, 6]
         assert [(a.seq, a.admitted) for a in s.acks()] == [(4, True), (5, True), (6, True)]
     assert job.last_seq == 6
     info = ledger.get_job(job_id)
@@ -33,7 +36,7 @@ def test_every_rpc_round_trips(ledger, job_id):
     assert job_id in [j.job_id for j in ledger.list_jobs(page_size=1)]
     entries = list(job.entries())
     assert [e.seq for e in entries] == [1, 2, 3, 4, 5, 6]
-    assert entries[0].steps == ["subsampled_gaussian:sigma=1,q=0.001,count=100"]
+    assert entries[0].steps == ["subsampled_gaussian:sigma=1,q=%.17g,count=100" % 0.05]
     assert [e.seq for e in job.entries(after_seq=4)] == [5, 6]
     eps = job.spent(delta=1e-9)
     assert eps.guarantee is Guarantee.CERTIFIED and eps.lower <= eps.estimate <= eps.upper
@@ -43,17 +46,13 @@ def test_every_rpc_round_trips(ledger, job_id):
     assert report.query_epsilon == eps.upper and report.query_delta is None
     assert report.bound.upper <= 1e-9 * 1.01
     assert job.spent(delta=1e-9, accountant="rdp").upper >= eps.lower
-    # Remaining, checked against admission: its count is admitted, one more is not.
-    g5 = Gaussian(sigma=5)
-    rem = job.remaining(g5)
-    assert rem.max_additional_steps > 0 and rem.spent_at_max.upper <= 8
+    assert info.schedule == "declared" and info.admission == "natural" and info.plan == []
+    assert report.admission_guarantee == ack.admission_guarantee and not report.realised_curve
+    rem = job.remaining(M)
+    assert rem.max_additional_steps > 0 and rem.spent_at_max.upper <= 8 and rem.reason
     assert rem.budget.epsilon == 8 and rem.accountant == "pld" and rem.spent == eps
-    with pytest.raises(BudgetExceeded):
-        job.step(g5, count=rem.max_additional_steps + 1)
-    assert job.step(g5, count=rem.max_additional_steps).spent.upper <= 8
-    assert job.remaining(g5).max_additional_steps == 0
     release = job.release(payload=b"histogram", epsilon=8.0, delta_est=1e-8)
-    assert release.job_id == job_id and release.ledger_seq == 7 and release.payload_size == 9
+    assert release.job_id == job_id and release.ledger_seq == 6 and release.payload_size == 9
     assert release.guarantee in (Guarantee.STATISTICAL, Guarantee.CERTIFIED)
     again = ledger.get_release(release.release_id, include_payload=True)
     assert again.payload == b"histogram" and again.payload_sha256 == release.payload_sha256
@@ -61,7 +60,21 @@ def test_every_rpc_round_trips(ledger, job_id):
     closed = job.close()
     assert not closed.open and closed.close_time_unix_ms > 0
     with pytest.raises(FailedPrecondition):
-        job.step(SG)
+        job.step(M)
+
+
+def test_remaining_agrees_with_admission(ledger, job_id):
+    # PLD at delta 1e-5 for subsampled_gaussian:sigma=1,q=0.05: 1.033 (1 step), 1.183 (2),
+    # 1.281 (3): a budget of 1.25 admits two steps.
+    m = SubsampledGaussian(sigma=1.0, q=0.05)
+    job = ledger.create_job(job_id, epsilon=1.25, delta=1e-5)
+    rem = job.remaining(m)
+    assert rem.max_additional_steps == 2
+    assert rem.spent_at_max.upper == pytest.approx(1.183, rel=1e-2)
+    with pytest.raises(BudgetExceeded):
+        job.step(m, count=3)
+    assert job.step(m, count=2).spent == rem.spent_at_max
+    assert job.remaining(m).max_additional_steps == 0
 
 
 def test_every_rpc_of_the_proto_has_a_method():
@@ -139,28 +152,52 @@ def test_create_job_retried_after_a_lost_reply_returns_the_job(server, job_id):
 
 def test_a_refused_step_raises_budget_exceeded_and_consumes_no_seq(ledger, job_id):
     job = ledger.create_job(job_id, epsilon=1, delta=1e-9)
-    job.step(PureDP(epsilon=0.5))
+    p = PureDP(epsilon=0.3)
+    job.step(p)
     with pytest.raises(BudgetExceeded) as refused:
-        job.step(PureDP(epsilon=0.6))
+        job.step(p, count=3)
     ack = refused.value.ack
-    assert not ack.admitted and ack.seq == 2 and ack.refusal_reason
+    assert not ack.admitted and ack.seq == 2 and ack.refusal_kind == "budget"
     assert str(refused.value) == ack.refusal_reason
-    # PLD bounds on epsilon at delta 1e-9 of 0.5 + 0.6 and 0.5 pure DP (pure DP composes
+    # PLD bounds on epsilon at delta 1e-9 of 4 x 0.3 and 0.3 pure DP (pure DP composes
     # additively; at delta > 0 epsilon is a hair below, the grid costs at most 1%).
-    assert ack.candidate.upper == pytest.approx(1.1, rel=1e-2)
-    assert ack.spent.upper == pytest.approx(0.5, rel=1e-2)
-    assert job.step(PureDP(epsilon=0.4)).seq == 2
+    assert ack.candidate.upper == pytest.approx(1.2, rel=1e-2)
+    assert ack.spent.upper == pytest.approx(0.3, rel=1e-2)
+    assert job.step(p, count=2).seq == 2
+
+
+def test_a_declared_plan_is_followed_and_a_step_off_it_is_a_plan_violation(ledger, job_id):
+    plan = [Step(SG, 5), Step(Gaussian(sigma=10), 1)]
+    job = ledger.create_job(job_id, epsilon=8, delta=1e-9, plan=plan)
+    assert job.info.schedule == "declared" and len(job.info.plan) == 2
+    with pytest.raises(PlanViolation, match="plan") as off:
+        job.step(Gaussian(sigma=10))  # the plan starts with SG
+    assert off.value.ack.refusal_kind == "plan" and job.last_seq == 0
+    assert job.step(SG, count=5).admitted and job.step(Gaussian(sigma=10)).admitted
+
+
+def test_an_adaptive_job_admits_mechanisms_chosen_at_run_time(ledger, job_id):
+    job = ledger.create_job(job_id, epsilon=2, delta=1e-6, schedule="adaptive", filter="gdp")
+    assert (job.info.schedule, job.info.admission) == ("adaptive", "gdp")
+    assert "gdp" in job.info.admission_guarantee
+    for sigma in (10, 5, 20):  # e.g. chosen from earlier rounds
+        assert job.step(Gaussian(sigma=sigma)).admitted
+    # A tight accountant's answer is the realised ledger's curve, not the job's guarantee.
+    assert job.spent_report(delta=1e-6, accountant="pld").realised_curve
+    with pytest.raises(InvalidArgument):
+        ledger.create_job(job_id + "-x", epsilon=1, delta=1e-6, schedule="sometimes")
 
 
 def test_in_a_stream_a_refusal_is_data_and_the_next_update_reuses_its_seq(ledger, job_id):
     job = ledger.create_job(job_id, epsilon=1, delta=1e-9)
+    p = PureDP(epsilon=0.3)
     with job.stream() as s:
-        s.send(PureDP(epsilon=0.5))
-        s.send(PureDP(epsilon=0.6))  # refused
-        s.send(PureDP(epsilon=0.1))  # pipelined behind it
+        s.send(p)
+        s.send(p, count=3)  # refused
+        s.send(p)  # pipelined behind it
         a1, a2, a3 = list(s.acks())
         assert (a1.seq, a1.admitted) == (1, True)
-        assert (a2.seq, a2.refused, a2.error_code) == (2, True, 0)
+        assert (a2.seq, a2.refused, a2.error_code, a2.refusal_kind) == (2, True, 0, "budget")
         # Pipelined behind a refusal: refused too, or a gap, but never admitted.
         assert a3.seq == 3 and not a3.admitted
         assert a3.error_code in (0, grpc.StatusCode.FAILED_PRECONDITION.value[0])
@@ -168,7 +205,7 @@ def test_in_a_stream_a_refusal_is_data_and_the_next_update_reuses_its_seq(ledger
             a3.raise_for_error()
         with pytest.raises(BudgetExceeded):
             a2.raise_for_error()
-        assert s.send(PureDP(epsilon=0.4)) == 2
+        assert s.send(p, count=2) == 2
         assert s.recv().admitted
     assert ledger.get_job(job_id).last_seq == 2
 

@@ -9,7 +9,7 @@ from collections import OrderedDict
 import pytest
 
 from conftest import binary
-from dpledger import BudgetExceeded, Gaussian, SubsampledGaussian
+from dpledger import BudgetExceeded, Gaussian, PlanViolation, Step, SubsampledGaussian
 from dpledger.flower import PrivacyGate
 from dpledger.opacus import DpledgerAccountant
 
@@ -24,7 +24,11 @@ def cli(*args) -> str:
 
 
 def test_opacus_accountant_gives_the_epsilon_of_dpledger_spent(server, ledger, job_id):
-    acc = DpledgerAccountant(ledger.create_job(job_id, epsilon=8, delta=1e-5))
+    # Two noise phases: declared up front as the job's plan.
+    plan = [Step(SubsampledGaussian(sigma=1.1, q=0.01), 20),
+            Step(SubsampledGaussian(sigma=0.9, q=0.02), 5),
+            Step(SubsampledGaussian(sigma=1.1, q=0.01), 1)]
+    acc = DpledgerAccountant(ledger.create_job(job_id, epsilon=8, delta=1e-5, plan=plan))
     assert DpledgerAccountant.mechanism() == "dpledger" and len(acc) == 0
     for _ in range(20):
         acc.step(noise_multiplier=1.1, sample_rate=0.01)
@@ -46,12 +50,14 @@ def test_opacus_accountant_gives_the_epsilon_of_dpledger_spent(server, ledger, j
     assert eps == pytest.approx(offline["epsilon"]["upper"], rel=1e-2)
 
 
-def test_opacus_accountant_state_dict_and_refusal(ledger, job_id):
-    job = ledger.create_job(job_id, epsilon=0.5, delta=1e-5)
+def test_opacus_accountant_state_dict_hook_and_refusals(ledger, job_id):
+    # PLD at delta 1e-5 for subsampled_gaussian:sigma=1,q=0.05: 1.033 (1 step), 1.183 (2),
+    # 1.281 (3): a budget of 1.25 admits two steps.
+    job = ledger.create_job(job_id, epsilon=1.25, delta=1e-5)
     acc = DpledgerAccountant(job)
-    acc.step(noise_multiplier=1.0, sample_rate=0.01)
+    acc.step(noise_multiplier=1.0, sample_rate=0.05)
     state = acc.state_dict()
-    assert state == OrderedDict(history=[(1.0, 0.01, 1)], mechanism="dpledger", job_id=job_id,
+    assert state == OrderedDict(history=[(1.0, 0.05, 1)], mechanism="dpledger", job_id=job_id,
                                 last_seq=1)
     resumed = DpledgerAccountant(ledger.job(job_id))  # a restarted trainer
     resumed.load_state_dict(state)
@@ -62,16 +68,18 @@ def test_opacus_accountant_state_dict_and_refusal(ledger, job_id):
         resumed.load_state_dict({"history": [], "mechanism": "rdp"})
     with pytest.raises(ValueError, match="job"):
         resumed.load_state_dict(dict(state, job_id="other"))
-    with pytest.raises(BudgetExceeded):
-        resumed.step(noise_multiplier=0.3, sample_rate=1.0)
-    assert resumed.history == [(1.0, 0.01, 1)]  # a refused step is not recorded
-    hook = resumed.get_optimizer_hook_fn(sample_rate=0.01)
 
     class Optimizer:  # what the hook reads of Opacus' DPOptimizer
         noise_multiplier = 1.0
         accumulated_iterations = 1
-    hook(Optimizer())
-    assert resumed.history == [(1.0, 0.01, 2)] and ledger.get_job(job_id).num_steps == 2
+    resumed.get_optimizer_hook_fn(sample_rate=0.05)(Optimizer())
+    assert resumed.history == [(1.0, 0.05, 2)] and ledger.get_job(job_id).num_steps == 2
+    assert resumed.get_epsilon(delta=1e-5) == pytest.approx(1.183, rel=1e-2)
+    with pytest.raises(BudgetExceeded):
+        resumed.step(noise_multiplier=1.0, sample_rate=0.05)
+    with pytest.raises(PlanViolation):  # another noise: not the job's (implicit) plan
+        resumed.step(noise_multiplier=2.0, sample_rate=0.05)
+    assert resumed.history == [(1.0, 0.05, 2)]  # refused steps are not recorded
 
 
 def test_privacy_gate_answers_before_each_round(ledger, job_id):

@@ -44,6 +44,17 @@ class Budget:
         return cls(b.epsilon, b.delta)
 
 
+_SCHEDULES = {pb.SCHEDULE_DECLARED: "declared", pb.SCHEDULE_ADAPTIVE: "adaptive"}
+_REFUSAL_KINDS = {pb.REFUSAL_KIND_BUDGET: "budget", pb.REFUSAL_KIND_PLAN: "plan",
+                  pb.REFUSAL_KIND_UNCERTIFIED: "uncertified", pb.REFUSAL_KIND_STOPPED: "stopped",
+                  pb.REFUSAL_KIND_NOT_ATTEMPTED: "not_attempted",
+                  pb.REFUSAL_KIND_UNVERIFIED: "unverified"}
+
+
+def _spec(step: pb.Step) -> str:
+    return step.spec or str(step.mechanism).replace("\n", " ").strip()
+
+
 @dataclass(frozen=True)
 class JobInfo:
     """A job as the server reports it (proto ``Job``)."""
@@ -60,6 +71,11 @@ class JobInfo:
     create_time_unix_ms: int
     close_time_unix_ms: int
     admission_stopped: str
+    schedule: str                # "declared" or "adaptive"
+    admission: str               # the filter: "natural", "gdp", "renyi" or "evr"
+    plan: List[str]              # declared: the plan as SPEC strings; empty: implicit
+    rdp_order: float             # renyi filter: its order
+    admission_guarantee: str     # what backs admission, e.g. "gdp filter"
     proto: pb.Job = field(repr=False, compare=False)  # every field, including newer ones
 
     @classmethod
@@ -67,7 +83,9 @@ class JobInfo:
         return cls(j.job_id, j.tenant, Budget.from_proto(j.budget), j.accountant,
                    j.state == pb.JOB_STATE_OPEN, j.num_steps, j.last_seq, j.num_updates,
                    Bound.from_proto(j.spent), j.num_releases, j.create_time_unix_ms,
-                   j.close_time_unix_ms, j.admission_stopped, j)
+                   j.close_time_unix_ms, j.admission_stopped, _SCHEDULES.get(j.schedule, ""),
+                   j.admission, [_spec(s) for s in j.plan], j.rdp_order,
+                   j.admission_guarantee, j)
 
 
 @dataclass(frozen=True)
@@ -87,6 +105,8 @@ class StepAck:
     error_message: str
     accountant: str
     budget: Budget
+    admission_guarantee: str  # what backs admission (JobInfo.admission_guarantee)
+    refusal_kind: str         # refused only: "budget", "plan", "not_attempted", ...
     proto: pb.StepAck = field(repr=False, compare=False)
 
     @classmethod
@@ -94,7 +114,8 @@ class StepAck:
         return cls(a.seq, a.admitted, a.duplicate, Bound.from_proto(a.spent),
                    Bound.from_proto(a.candidate) if a.HasField("candidate") else None,
                    a.num_steps, a.last_seq, a.refusal_reason, a.error_code, a.error_message,
-                   a.accountant, Budget.from_proto(a.budget), a)
+                   a.accountant, Budget.from_proto(a.budget), a.admission_guarantee,
+                   _REFUSAL_KINDS.get(a.refusal_kind, ""), a)
 
     @property
     def refused(self) -> bool:
@@ -103,11 +124,11 @@ class StepAck:
 
     def raise_for_error(self) -> "StepAck":
         """Raises the exception of a per-update error or a refusal; returns self otherwise."""
-        from .errors import BudgetExceeded, from_code_number
+        from .errors import from_code_number, refusal
         if self.error_code:
             raise from_code_number(self.error_code, self.error_message)
         if not self.admitted:
-            raise BudgetExceeded(self)
+            raise refusal(self)
         return self
 
 
@@ -122,6 +143,10 @@ class Spent:
     query_delta: Optional[float]
     query_epsilon: Optional[float]
     diagnostics: Dict[str, Union[float, str]]
+    admission_guarantee: str
+    # True: another accountant's curve of the realised ledger, not the statement admission
+    # rests on (for an adaptive job, not a guarantee of the job).
+    realised_curve: bool
 
     @classmethod
     def from_proto(cls, r: pb.SpentResponse) -> "Spent":
@@ -130,7 +155,8 @@ class Spent:
                        for d in r.diagnostics}
         return cls(r.accountant, Bound.from_proto(r.epsilon if for_delta else r.delta),
                    r.num_steps, r.last_seq, r.query_delta if for_delta else None,
-                   None if for_delta else r.query_epsilon, diagnostics)
+                   None if for_delta else r.query_epsilon, diagnostics,
+                   r.admission_guarantee, r.realised_curve)
 
 
 @dataclass(frozen=True)
@@ -141,11 +167,13 @@ class Remaining:
     spent_at_max: Bound
     budget: Budget
     accountant: str
+    reason: str  # what limits max_additional_steps (budget, plan end, other mechanism)
 
     @classmethod
     def from_proto(cls, r: pb.RemainingResponse) -> "Remaining":
         return cls(r.max_additional_steps, Bound.from_proto(r.spent),
-                   Bound.from_proto(r.spent_at_max), Budget.from_proto(r.budget), r.accountant)
+                   Bound.from_proto(r.spent_at_max), Budget.from_proto(r.budget), r.accountant,
+                   r.reason)
 
 
 @dataclass(frozen=True)
