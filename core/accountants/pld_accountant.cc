@@ -37,6 +37,7 @@ class PldAccountant final : public Accountant {
     }
     absl::Status s = CheckInfiniteMass(delta);
     if (!s.ok()) return s;
+    engine_.SetDeadline(deadline());
     absl::StatusOr<PldInterval> rem = engine_.Epsilon(events(), Direction::kRemove, delta);
     if (!rem.ok()) return rem.status();
     double lower = rem->lower, upper = rem->upper;
@@ -48,6 +49,7 @@ class PldAccountant final : public Accountant {
       upper = std::max(upper, add->upper);
     }
     EpsilonBound b{lower, 0.5 * (lower + upper), upper, Guarantee::kCertified, 0};
+    if (deadline().Expired()) return b;  // possibly cut short: not worth remembering
     if (epsilon_memo_.size() >= kMaxMemo) epsilon_memo_.erase(epsilon_memo_.begin());
     epsilon_memo_.push_back({delta, b});
     return b;
@@ -57,6 +59,7 @@ class PldAccountant final : public Accountant {
     for (const auto& [e, b] : delta_memo_) {
       if (e == epsilon) return b;
     }
+    engine_.SetDeadline(deadline());
     absl::StatusOr<PldInterval> rem = engine_.Delta(events(), Direction::kRemove, epsilon);
     if (!rem.ok()) return rem.status();
     double lower = rem->lower, upper = rem->upper;
@@ -68,6 +71,7 @@ class PldAccountant final : public Accountant {
       upper = std::max(upper, add->upper);
     }
     DeltaBound b{lower, 0.5 * (lower + upper), upper, Guarantee::kCertified, 0};
+    if (deadline().Expired()) return b;  // possibly cut short: not worth remembering
     if (delta_memo_.size() >= kMaxMemo) delta_memo_.erase(delta_memo_.begin());
     delta_memo_.push_back({epsilon, b});
     return b;

@@ -21,6 +21,7 @@
 #include "core/accountants/pld_grid.h"
 #include "core/accountants/pld_plan.h"
 #include "core/plrv/plrv.h"
+#include "core/util/deadline.h"
 
 namespace dpledger::core {
 
@@ -46,6 +47,11 @@ class PldEngine {
   // has a larger lower bound); pass 0 for none.
   absl::StatusOr<PldInterval> Epsilon(std::span<const MechanismEvent> events, Direction direction,
                                       double delta, double dominated_below = 0);
+
+  // The deadline of the query in progress (Accountant::SetQueryTimeCap): Delta and
+  // Epsilon return DEADLINE_EXCEEDED once it passes, checked before each grid
+  // (discretisation, tilt search, FFT composition).
+  void SetDeadline(const Deadline& deadline) { deadline_ = deadline; }
 
   // Bytes held by the step, tilt and spectrum caches (at most 256 MiB). Copies of an
   // engine share the cached values, so this overstates what a copy adds.
@@ -121,6 +127,7 @@ class PldEngine {
                      const PldPlan& plan, double epsilon_scale) const;
 
   PldOptions options_;
+  Deadline deadline_;
   Cache<StepKey, StepEntry> steps_{size_t{64} << 20};
   Cache<TiltKey, TiltEntry> tilts_{size_t{64} << 20};
   Cache<SpectrumKey, Spectrum> spectra_{size_t{128} << 20};
