@@ -5,6 +5,7 @@
 // subsampled_gaussian sigma=0.01, q=1-1e-9; pld: subsampled_laplace scale=0.001)
 // or did not end (mc: a 2^40-step pool build).
 #include <chrono>
+#include <ostream>
 #include <string>
 
 #include "core/registry/accountant_registry.h"
@@ -25,6 +26,8 @@ struct SlowQuery {
   std::string step;  // ParseStep syntax
   double delta;
 };
+
+void PrintTo(const SlowQuery& q, std::ostream* os) { *os << q.accountant << " " << q.step; }
 
 class QueryTimeCap : public ::testing::TestWithParam<SlowQuery> {};
 
