@@ -9,10 +9,14 @@
 #include "absl/strings/str_format.h"
 #include "core/plrv/plrv.h"
 #include "core/util/log_math.h"
+#include "core/util/math_policy.h"
 
 namespace dpledger::core {
 
 namespace {
+
+// Largest epsilon bracket end searched (nats): far past any ledger's epsilon.
+constexpr double kMaxBracket = 1e300;
 
 // Root of curve(eps) = log delta: the bracket [lo, hi] with curve(lo) >= log delta
 // >= curve(hi), for a curve non-increasing in eps.
@@ -23,10 +27,12 @@ EpsilonBracket Root(double mu, double log_delta, Curve curve) {
   // delta(eps) <= Phi(-eps/mu + mu/2), so eps = mu^2/2 + mu * z with
   // Phi(-z) <= delta is an upper bracket; z <= sqrt(2 log(1/delta)) + 1 suffices.
   double hi = mu * mu / 2 + mu * (std::sqrt(-2 * log_delta) + 1);
-  while (f(hi) > 0) hi *= 2;
+  while (f(hi) > 0 && hi < kMaxBracket) hi *= 2;
+  if (!(hi > 0) || !(f(hi) <= 0)) return {0, kInf};  // no finite bracket: a vacuous answer
   boost::uintmax_t max_iter = 200;
   auto [lo, up] = boost::math::tools::toms748_solve(
-      f, 0.0, hi, boost::math::tools::eps_tolerance<double>(45), max_iter);
+      f, 0.0, hi, boost::math::tools::eps_tolerance<double>(45), max_iter, NoThrowPolicy());
+  if (std::isnan(lo) || std::isnan(up)) return {0, hi};  // the bracket still holds the root
   return {lo, up};
 }
 
