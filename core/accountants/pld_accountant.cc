@@ -42,6 +42,7 @@ class PldAccountant final : public Accountant {
     diagnostics_.clear();
     absl::Status s = CheckInfiniteMass(delta);
     if (!s.ok()) return s;
+    engine_.SetDeadline(deadline());
     absl::StatusOr<PldInterval> rem = engine_.Epsilon(events(), Direction::kRemove, delta);
     if (!rem.ok()) return rem.status();
     double lower = rem->lower, upper = rem->upper;
@@ -56,6 +57,7 @@ class PldAccountant final : public Accountant {
     }
     EpsilonBound b{lower, 0.5 * (lower + upper), upper, Guarantee::kCertified, 0};
     NotePrecision(worst, lower, upper, options_.relative_accuracy);
+    if (deadline().Expired()) return b;  // possibly cut short: not worth remembering
     if (epsilon_memo_.size() >= kMaxMemo) epsilon_memo_.erase(epsilon_memo_.begin());
     epsilon_memo_.push_back({delta, b, diagnostics_});
     return b;
@@ -69,6 +71,7 @@ class PldAccountant final : public Accountant {
       }
     }
     diagnostics_.clear();
+    engine_.SetDeadline(deadline());
     absl::StatusOr<PldInterval> rem = engine_.Delta(events(), Direction::kRemove, epsilon);
     if (!rem.ok()) return rem.status();
     double lower = rem->lower, upper = rem->upper;
@@ -83,6 +86,7 @@ class PldAccountant final : public Accountant {
     }
     DeltaBound b{lower, 0.5 * (lower + upper), upper, Guarantee::kCertified, 0};
     NotePrecision(worst, lower, upper, options_.delta_relative_accuracy);
+    if (deadline().Expired()) return b;  // possibly cut short: not worth remembering
     if (delta_memo_.size() >= kMaxMemo) delta_memo_.erase(delta_memo_.begin());
     delta_memo_.push_back({epsilon, b, diagnostics_});
     return b;
