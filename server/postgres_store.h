@@ -85,7 +85,6 @@ class PostgresStore final : public Store {
   absl::StatusOr<PGconn*> Acquire();
   void Release(PGconn* conn);
   absl::StatusOr<PGconn*> Connect();
-  absl::Status ApplyOnce(PGconn* conn, std::span<const WriteBatch* const> batches);
   // Runs `read` on a pooled connection; once more on a fresh one when the pooled connection
   // turned out to be dead (e.g. the database restarted since it was last used).
   template <typename T, typename F>
