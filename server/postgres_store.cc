@@ -182,6 +182,7 @@ void InsertUpdates(std::vector<pg::Statement>& out, const std::vector<const Upda
 struct LockedJob {
   bool exists = false;
   JobState state = JobState::kOpen;
+  EvrState evr_state = EvrState::kIdle;
   int64_t last_seq = 0;
 };
 
@@ -204,7 +205,7 @@ void LockJobs(std::vector<pg::Statement>& out, const std::vector<JobKey>& keys) 
                                       "AND job_id = $%d)",
                                       start + i, 2 * i + 1, 2 * i + 2));
     }
-    out.push_back({absl::StrFormat("SELECT tenant, job_id, state FROM jobs WHERE (tenant, job_id) "
+    out.push_back({absl::StrFormat("SELECT tenant, job_id, state, evr_state FROM jobs WHERE (tenant, job_id) "
                                    "IN (%s) ORDER BY tenant, job_id FOR UPDATE",
                                    Placeholders(static_cast<int>(n), 2)),
                    p, "lock jobs"});
@@ -221,6 +222,7 @@ void ReadLockedJobs(const std::vector<JobKey>& keys, std::span<const Result> res
       LockedJob& j = out[{pg::Text(locked, i, 0), pg::Text(locked, i, 1)}];
       j.exists = true;
       j.state = static_cast<JobState>(pg::Int(locked, i, 2));
+      j.evr_state = static_cast<EvrState>(pg::Int(locked, i, 3));
     }
     const PGresult* seqs = results[k + 1].get();
     for (int i = 0; i < PQntuples(seqs); ++i) {
@@ -240,7 +242,7 @@ absl::Status Validate(std::span<const WriteBatch* const> batches, std::map<JobKe
         return absl::AlreadyExistsError(
             absl::StrFormat("job '%s' already exists", JobKeyString(j.key)));
       }
-      l = {true, j.state, 0};
+      l = {true, j.state, j.evr_state, 0};
     }
     auto find = [&](const JobKey& key) -> absl::StatusOr<LockedJob*> {
       LockedJob& l = jobs[key];
@@ -255,7 +257,10 @@ absl::Status Validate(std::span<const WriteBatch* const> batches, std::map<JobKe
       (*l)->state = c.state;
     }
     for (const EvrMark& m : b->evr_marks) {
-      if (absl::StatusOr<LockedJob*> l = find(m.key); !l.ok()) return l.status();
+      absl::StatusOr<LockedJob*> l = find(m.key);
+      if (!l.ok()) return l.status();
+      if (m.expected && (*l)->evr_state != *m.expected) return EvrStateChanged(m, (*l)->evr_state);
+      (*l)->evr_state = m.state;
     }
     for (const UpdateRow& u : b->updates) {
       absl::StatusOr<LockedJob*> l = find(u.key);
@@ -264,11 +269,7 @@ absl::Status Validate(std::span<const WriteBatch* const> batches, std::map<JobKe
         return absl::FailedPreconditionError(
             absl::StrFormat("job '%s' is closed", JobKeyString(u.key)));
       }
-      if (u.seq != (*l)->last_seq + 1) {
-        return absl::FailedPreconditionError(absl::StrFormat(
-            "store: job '%s' update seq %d does not follow last seq %d", JobKeyString(u.key),
-            u.seq, (*l)->last_seq));
-      }
+      if (u.seq != (*l)->last_seq + 1) return SeqDoesNotFollow(u, (*l)->last_seq);
       (*l)->last_seq = u.seq;
     }
     for (const ReleaseRow& r : b->releases) {

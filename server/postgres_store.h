@@ -10,7 +10,7 @@
 // touches (SELECT ... FOR UPDATE, in (tenant, job_id) order so two groups cannot deadlock)
 // and reads each job's last seq under that lock. The safety-net checks (job exists and is
 // open, seq == last seq + 1) therefore hold across replicas, not only within one; a group
-// whose seq another replica has taken fails with FAILED_PRECONDITION and writes nothing. The
+// whose seq another replica has taken fails with ABORTED and writes nothing. The
 // primary key (tenant, job_id, seq) of `updates` is the last line of defence.
 //
 // Connections: a pool of at most pool_size connections (one is the writer while Apply runs).
