@@ -206,7 +206,9 @@ absl::Status TestPostgres::Spawn() {
   absl::StatusOr<pid_t> pid = SpawnAs(
       {bin_dir_ + "/postgres", "-D", dir_ + "/data", "-p", std::to_string(port_), "-k", dir_,
        "-c", "listen_addresses=127.0.0.1", "-c", "fsync=on", "-c", "synchronous_commit=on",
-       "-c", "max_connections=200", "-c", "log_min_messages=warning"},
+       "-c", "max_connections=200", "-c", "log_min_messages=warning",
+       // Small, and no /dev/shm (64 MiB in containers) for parallel test processes.
+       "-c", "shared_buffers=32MB", "-c", "dynamic_shared_memory_type=mmap"},
       switch_user_, uid_, gid_, dir_ + "/postgres.log");
   if (!pid.ok()) return pid.status();
   pid_ = *pid;
