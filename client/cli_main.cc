@@ -6,34 +6,20 @@
 #include <vector>
 
 #include "client/cli_commands.h"
+#include "client/cli_usage.h"
 
 namespace dpledger::cli {
 namespace {
 
-constexpr char kUsage[] = R"(usage: dpledger [--server HOST:PORT] COMMAND [flags]
-
-Offline commands (no server needed):
-  account   [--accountant analytic|rdp|pld|mc|spa|edgeworth] (--epsilon E | --delta D)
-            --step SPEC [--step SPEC ...] [--json]
-            mc: [--samples N] [--seed S]
-            edgeworth: [--edgeworth-order 0-3 (default 2)] [--edgeworth-mode clamped|literal]
-            spa: [--spa-estimator sp-clt|sp-msd0|sp-msd1|sp-ew2|icml-k3]
-            pld: [--pld-precision P] target relative width of the certified interval
-                 (default 0.005 for epsilon, 0.01 for delta; 1e-4 costs ~4-25x)
-  calibrate [--accountant NAME] [its flags, as for account] --epsilon E --delta D --step SPEC ... [--json]
-  verify    --epsilon E --delta-est D [--tau T] [--rho R] [--max-samples N]
-            --step SPEC ... [--json]
-
-Service commands (with --server): job create|get|list|close, step, spent,
-  remaining, release, release get, simulate. Run `dpledger --server H:P help`.
-
-SPEC: KIND:key=value,...  with count=N (default 1), e.g.
-  gaussian:sigma=1.0,count=100          (sensitivity defaults to 1)
-  laplace:scale=10,count=100
-  subsampled_gaussian:sigma=1.0,q=0.001,count=1000
-  subsampled_laplace:scale=2,q=0.01,count=100
-  randomized_response:p=0.75   pure_dp:epsilon=0.5   approx_dp:epsilon=0.5,delta=1e-6
-)";
+std::string Usage() {
+  return "usage: dpledger [--server HOST:PORT] COMMAND [flags]\n\n"
+         "Offline commands (no server needed):\n" +
+         OfflineSynopses() +
+         "\nService commands (with --server): job create|get|list|close, step, ledger, spent,\n"
+         "  remaining, release, release get, simulate, health. Run `dpledger --server H:P help`.\n"
+         "`dpledger COMMAND --help` prints one command's usage.\n\n" +
+         SpecHelp();
+}
 
 }  // namespace
 
@@ -50,7 +36,7 @@ int Main(int argc, char** argv) {
     std::string flag = rest.front();
     rest.erase(rest.begin());
     if (flag == "--help" || flag == "-h") {
-      std::cout << kUsage;
+      std::cout << Usage();
       return 0;
     }
     if (flag.rfind("--server=", 0) == 0) {
@@ -59,17 +45,26 @@ int Main(int argc, char** argv) {
       server = rest.front();
       rest.erase(rest.begin());
     } else {
-      std::cerr << "dpledger: unknown global flag " << flag << "\n" << kUsage;
+      std::cerr << "dpledger: unknown global flag " << flag << "\n" << Usage();
       return 2;
     }
   }
   if (rest.empty()) {
-    std::cerr << kUsage;
+    std::cerr << Usage();
     return 2;
   }
   const std::string command = rest.front();
+  // `dpledger COMMAND [SUB] --help`: that command's usage, with or without --server.
+  for (size_t i = 1; i < rest.size(); ++i) {
+    if (rest[i] != "--help" && rest[i] != "-h") continue;
+    const std::string sub = rest.size() > 1 && rest[1].rfind("-", 0) != 0 ? rest[1] : "";
+    const std::string usage = CommandUsage(command, sub);
+    if (usage.empty()) break;  // an unknown command: reported below
+    std::cout << usage;
+    return 0;
+  }
   if (command == "help" && server.empty()) {
-    std::cout << kUsage;
+    std::cout << Usage();
     return 0;
   }
   if (command == "account" || command == "calibrate" || command == "verify") {

@@ -3,37 +3,16 @@
 #include <iostream>
 
 #include "client/cli_commands.h"
+#include "client/cli_usage.h"
 #include "client/service_util.h"
 
 namespace dpledger::cli {
 namespace {
 
-constexpr char kServiceUsage[] = R"(usage: dpledger --server HOST:PORT COMMAND [flags]
-
-  job create --job ID --epsilon E --delta D [--accountant pld|rdp|analytic|spa|edgeworth|evr]
-             [--neighbouring add_remove] [--seed S] [--samples N] [--json]
-  job get    --job ID [--json]
-  job list   [--page-size N] [--json]
-  job close  --job ID [--json]
-  step       --job ID [--seq N] --step SPEC [--step SPEC ...] [--json]
-             (one update; --seq defaults to the job's last_seq + 1; a refused
-             step exits 0 with "admitted": false)
-  ledger     --job ID [--after-seq N] [--json]
-  spent      --job ID (--delta D | --epsilon E) [--accountant NAME] [--json]
-  remaining  --job ID --step SPEC [--json]
-  release    --job ID (--payload TEXT | --payload-file F) --epsilon E --delta-est D
-             [--tau T] [--rho R] [--request-id ID] [--max-samples N] [--json]
-  release get --release ID [--include-payload] [--payload-out F] [--json]
-  simulate   --job ID --steps N --step SPEC [--step SPEC ...] [--start-seq S]
-             [--window W] [--every K] [--json]
-             (streams N updates over StreamSteps, printing epsilon as it goes)
-  health     [--service NAME] [--timeout-ms N]
-
-Connection flags (any command): --token T | --token-file F, --tenant NAME,
-  --tls, --tls-ca F, --tls-server-name N, --timeout-ms N, --retries N.
-  Environment: DPLEDGER_CLIENT_TOKEN, DPLEDGER_CLIENT_TOKEN_FILE, DPLEDGER_CLIENT_TENANT,
-  DPLEDGER_CLIENT_TLS_CA, DPLEDGER_CLIENT_TLS_SERVER_NAME.
-)";
+std::string ServiceUsage() {
+  return "usage: dpledger --server HOST:PORT COMMAND [flags]\n\n" + ServiceSynopses() +
+         "\n`dpledger COMMAND --help` prints one command's usage.\n\n" + ConnectionHelp();
+}
 
 std::vector<std::string> After(const std::vector<std::string>& argv, size_t n) {
   return std::vector<std::string>(argv.begin() + std::min(n, argv.size()), argv.end());
@@ -43,13 +22,13 @@ std::vector<std::string> After(const std::vector<std::string>& argv, size_t n) {
 
 int RunServiceCommand(const std::string& server, const std::vector<std::string>& argv) {
   if (argv.empty()) {
-    std::cerr << kServiceUsage;
+    std::cerr << ServiceUsage();
     return 2;
   }
   const std::string& command = argv[0];
   const std::string sub = argv.size() > 1 ? argv[1] : "";
   if (command == "help" || command == "--help") {
-    std::cout << kServiceUsage;
+    std::cout << ServiceUsage();
     return 0;
   }
   if (command == "job") {
@@ -71,7 +50,7 @@ int RunServiceCommand(const std::string& server, const std::vector<std::string>&
   if (command == "remaining") return RunRemaining(server, After(argv, 1));
   if (command == "simulate") return RunSimulate(server, After(argv, 1));
   if (command == "health") return RunHealth(server, After(argv, 1));
-  std::cerr << "dpledger: unknown command '" << command << "'\n" << kServiceUsage;
+  std::cerr << "dpledger: unknown command '" << command << "'\n" << ServiceUsage();
   return 2;
 }
 

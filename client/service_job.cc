@@ -13,6 +13,10 @@ void PrintJob(const v1::Job& job) {
   std::printf("job         %s (tenant %s, %s)\n", job.job_id().c_str(), job.tenant().c_str(),
               job.state() == v1::JOB_STATE_CLOSED ? "closed" : "open");
   std::printf("accountant  %s\n", job.accountant().c_str());
+  std::printf("schedule    %s, admitted by the %s\n",
+              job.schedule() == v1::SCHEDULE_ADAPTIVE ? "adaptive" : "declared",
+              job.admission_guarantee().c_str());
+  for (const v1::Step& s : job.plan()) std::printf("plan        %s\n", s.spec().c_str());
   std::printf("budget      epsilon %.6g at delta %.6g\n", job.budget().epsilon(),
               job.budget().delta());
   std::printf("steps       %lld in %lld updates (last seq %lld)\n",
@@ -38,7 +42,8 @@ int PrintJobResult(const Args& args, const v1::Job& job) {
 
 int RunJobCreate(const std::string& server, const std::vector<std::string>& argv) {
   auto args = ParseServiceArgs(
-      argv, {"job", "epsilon", "delta", "accountant", "neighbouring", "seed", "samples", "json"});
+      argv, {"job", "epsilon", "delta", "accountant", "neighbouring", "seed", "samples", "json",
+             "schedule", "plan", "filter", "rdp-order", "expect"});
   if (!args.ok()) return Fail(args.status());
   auto job_id = RequiredString(*args, "job");
   if (!job_id.ok()) return Fail(job_id.status());
@@ -62,6 +67,21 @@ int RunJobCreate(const std::string& server, const std::vector<std::string>& argv
           absl::StrFormat("--neighbouring must be add_remove or replace_one, got '%s'", *n)));
     }
   }
+  const std::string schedule = args->Get("schedule").value_or("declared");
+  if (schedule == "adaptive") {
+    request.set_schedule(v1::SCHEDULE_ADAPTIVE);
+  } else if (schedule == "declared") {
+    request.set_schedule(v1::SCHEDULE_DECLARED);
+  } else {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrFormat("--schedule must be declared or adaptive, got '%s'", schedule)));
+  }
+  for (const std::string& spec : args->GetAll("plan")) request.add_plan()->set_spec(spec);
+  request.set_filter(args->Get("filter").value_or(""));
+  auto order = args->GetDouble("rdp-order");
+  if (!order.ok()) return Fail(order.status());
+  if (order->has_value()) request.set_rdp_order(**order);
+  if (auto expect = args->Get("expect")) request.mutable_expected_step()->set_spec(*expect);
   auto seed = args->GetInt("seed");
   if (!seed.ok()) return Fail(seed.status());
   if (seed->has_value()) request.mutable_mc()->set_seed(static_cast<uint64_t>(**seed));

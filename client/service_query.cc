@@ -40,7 +40,9 @@ int RunSpent(const std::string& server, const std::vector<std::string>& argv) {
     Json out = {{"accountant", r->accountant()},
                 {"query", for_delta ? Json{{"delta", **delta}} : Json{{"epsilon", **epsilon}}},
                 {"num_steps", r->num_steps()},
-                {for_delta ? "epsilon" : "delta", BoundJson(b)}};
+                {for_delta ? "epsilon" : "delta", BoundJson(b)},
+                {"admission_guarantee", r->admission_guarantee()},
+                {"realised_curve", r->realised_curve()}};
     if (r->diagnostics_size() > 0) {
       Json d = Json::object();
       for (const v1::Diagnostic& x : r->diagnostics()) {
@@ -97,7 +99,8 @@ int RunRemaining(const std::string& server, const std::vector<std::string>& argv
                 {"max_additional_steps", r->max_additional_steps()},
                 {"budget", BudgetJson(r->budget())},
                 {"spent", BoundJson(r->spent())},
-                {"spent_at_max", BoundJson(r->spent_at_max())}};
+                {"spent_at_max", BoundJson(r->spent_at_max())},
+                {"reason", r->reason()}};
     std::cout << out.dump() << "\n";
   } else {
     std::printf("%lld more steps of %s fit the budget (epsilon %.6g at delta %.6g)\n",
@@ -105,6 +108,7 @@ int RunRemaining(const std::string& server, const std::vector<std::string>& argv
                 r->budget().epsilon(), r->budget().delta());
     std::printf("spent now   %s\n", BoundText(r->spent()).c_str());
     std::printf("spent then  %s\n", BoundText(r->spent_at_max()).c_str());
+    std::printf("limited by  %s\n", r->reason().c_str());
   }
   return 0;
 }

@@ -153,19 +153,42 @@ Json JobJson(const v1::Job& job) {
             {"spent", BoundJson(job.spent())},
             {"create_time_unix_ms", job.create_time_unix_ms()},
             {"close_time_unix_ms", job.close_time_unix_ms()}};
+  j["schedule"] = job.schedule() == v1::SCHEDULE_ADAPTIVE ? "adaptive" : "declared";
+  j["admission"] = job.admission();
+  j["admission_guarantee"] = job.admission_guarantee();
+  if (job.plan_size() > 0) {
+    Json plan = Json::array();
+    for (const v1::Step& s : job.plan()) plan.push_back(s.spec());
+    j["plan"] = plan;
+  }
+  if (job.rdp_order() > 0) j["rdp_order"] = job.rdp_order();
   if (!job.admission_stopped().empty()) j["admission_stopped"] = job.admission_stopped();
   if (job.has_mc()) j["mc"] = {{"seed", job.mc().seed()}, {"num_samples", job.mc().num_samples()}};
   return j;
+}
+
+std::string RefusalKindName(v1::RefusalKind k) {
+  switch (k) {
+    case v1::REFUSAL_KIND_BUDGET: return "budget";
+    case v1::REFUSAL_KIND_PLAN: return "plan";
+    case v1::REFUSAL_KIND_UNCERTIFIED: return "uncertified";
+    case v1::REFUSAL_KIND_STOPPED: return "stopped";
+    case v1::REFUSAL_KIND_NOT_ATTEMPTED: return "not_attempted";
+    case v1::REFUSAL_KIND_UNVERIFIED: return "unverified";
+    default: return "";
+  }
 }
 
 Json AckJson(const v1::StepAck& ack) {
   Json j = {{"admitted", ack.admitted()},     {"seq", ack.seq()},
             {"duplicate", ack.duplicate()},   {"epsilon", BoundJson(ack.spent())},
             {"num_steps", ack.num_steps()},   {"last_seq", ack.last_seq()},
-            {"accountant", ack.accountant()}, {"budget", BudgetJson(ack.budget())}};
+            {"accountant", ack.accountant()}, {"budget", BudgetJson(ack.budget())},
+            {"admission_guarantee", ack.admission_guarantee()}};
   if (!ack.admitted()) {
     j["candidate"] = BoundJson(ack.candidate());
     j["refusal_reason"] = ack.refusal_reason();
+    j["refusal_kind"] = RefusalKindName(ack.refusal_kind());
   }
   if (ack.error_code() != 0) {
     j["error"] = {

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian package dpledger needs to build, run and test.
 # Idempotent: when everything is present it only runs dpkg-query and exits.
+# postgresql: the tests start throwaway servers from its binaries (never the packaged
+# cluster; on Debian the package starts one, which the tests leave alone).
 # The CUDA toolkit is optional and never installed here; CMake uses it when it finds nvcc.
 set -euo pipefail
 
@@ -13,7 +15,15 @@ PACKAGES=(
   prometheus-cpp-dev libcivetweb-dev zlib1g-dev
   libsqlite3-dev sqlite3 libfftw3-dev nlohmann-json3-dev
   libssl-dev python3
+  # The Python client (client/python): runtime, stub generation (grpc_python_plugin is in
+  # protobuf-compiler-grpc above), tests, examples, and `pip install ./client/python`.
+  python3-grpcio python3-protobuf python3-pytest python3-numpy python3-pip python3-setuptools
+  openssl
+  postgresql libpq-dev
 )
+# kubectl for the deploy_kustomize test: Debian's kubernetes-client, unless a kubectl from
+# another package is already there (both install /usr/bin/kubectl).
+if ! command -v kubectl >/dev/null 2>&1; then PACKAGES+=(kubernetes-client); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

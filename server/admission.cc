@@ -1,4 +1,4 @@
-// Step admission: classification (retry / new / gap), the privacy filter on a Clone, and the
+// Step admission: classification (retry / new / gap), the job's admission policy, and the
 // hand-off of admitted updates to the group committer. See ledger_service.h for the rules.
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,6 @@
 #include <optional>
 
 #include "absl/strings/str_format.h"
-#include "core/util/check.h"
 #include "server/ledger_service.h"
 #include "spdlog/spdlog.h"
 
@@ -21,44 +20,13 @@ int64_t NowMs() {
       .count();
 }
 
-// Whether a bound may charge the budget, and if not, why. With `explain` (the accountant
-// that answered b), an estimate's refusal carries the accountant's own reason why it could
-// not certify (e.g. Edgeworth: its finite-sample error bounds are too wide at this delta).
-struct Verdict {
-  bool fits = false;
-  std::string reason;
-};
-Verdict Judge(const absl::StatusOr<core::EpsilonBound>& b, const core::Accountant* explain,
-              std::string_view accountant, double budget_epsilon, double budget_delta) {
-  if (!b.ok()) {
-    return {false, absl::StrFormat("accountant '%s' cannot bound epsilon at delta %g: %s",
-                                   std::string(accountant), budget_delta,
-                                   std::string(b.status().message()))};
-  }
-  if (b->guarantee == core::Guarantee::kEstimate) {
-    const std::string why = explain ? core::UncertifiedReason(*explain) : "";
-    return {false, absl::StrFormat("accountant '%s' gave an estimate, not a certified bound, "
-                                   "at delta %g (estimate %.6g, certified lower %.6g, no "
-                                   "certified upper)%s; only certified or verified bounds "
-                                   "admit steps",
-                                   std::string(accountant), budget_delta, b->estimate, b->lower,
-                                   why.empty() ? "" : ": " + why)};
-  }
-  if (!(b->upper <= budget_epsilon)) {  // also false for NaN
-    return {false, absl::StrFormat("epsilon upper bound %.6g at delta %g would exceed the "
-                                   "budget epsilon %g",
-                                   b->upper, budget_delta, budget_epsilon)};
-  }
-  return {true, ""};
-}
-
 }  // namespace
 
 absl::StatusOr<std::optional<UpdateRow>> LedgerService::FindAdmitted(JobEntry& entry,
                                                                     int64_t seq) {
   for (auto it = entry.recent.rbegin(); it != entry.recent.rend(); ++it) {
-    if (it->row.seq == seq) return std::optional<UpdateRow>(it->row);
-    if (it->row.seq < seq) break;
+    if (it->seq == seq) return std::optional<UpdateRow>(*it);
+    if (it->seq < seq) break;
   }
   absl::StatusOr<std::optional<UpdateRow>> row = store_->GetUpdate(entry.row.key, seq);
   if (row.ok() && !row->has_value() && entry.tail) {
@@ -67,60 +35,6 @@ absl::StatusOr<std::optional<UpdateRow>> LedgerService::FindAdmitted(JobEntry& e
     row = store_->GetUpdate(entry.row.key, seq);
   }
   return row;
-}
-
-absl::StatusOr<EvrAdmissionResult> LedgerService::VerifyEvrLocked(
-    JobEntry& entry, std::span<const core::MechanismEvent> candidate) {
-  const JobRow& job = entry.row;
-  const std::string job_name = JobKeyString(job.key);
-  if (job.evr_state != EvrState::kIdle) {
-    EvrAdmissionResult r;
-    r.reason = absl::StrFormat("EVR admission of job '%s' has stopped for good: %s",
-                               job.key.job_id, EvrStoppedReason(job.evr_state, job.evr_note));
-    if (metrics_) metrics_->Verification("admission", "refused");
-    return r;
-  }
-  // The marks go through the committer behind the job's earlier writes; acks wait on
-  // entry.tail, so a refusal is sent only once its kStopped mark is durable.
-  auto mark = [&](EvrState state, std::string note) {
-    entry.row.evr_state = state;
-    entry.row.evr_note = note;
-    WriteBatch b;
-    b.evr_marks.push_back({job.key, state, std::move(note)});
-    entry.tail = committer_.Submit(std::move(b));
-    return entry.tail;
-  };
-  absl::StatusOr<EvrAdmissionResult> r = VerifyForAdmission(
-      candidate, job.budget_epsilon, job.budget_delta, options_.evr_admission,
-      [&]() -> absl::Status {
-        if (absl::Status s = mark(EvrState::kVerifying, "")->Wait(); !s.ok()) {
-          return absl::UnavailableError(absl::StrFormat(
-              "job '%s': the verification could not be marked durably before sampling (%s); "
-              "retry",
-              job_name, std::string(s.message())));
-        }
-        return absl::OkStatus();
-      });
-  const char* outcome = !r.ok()                                  ? "error"
-                        : r->decision == EvrDecision::kAccepted ? "accepted"
-                        : r->decision == EvrDecision::kRejected ? "rejected"
-                                                                 : "refused";
-  if (metrics_) metrics_->Verification("admission", outcome);
-  if (!r.ok() || r->decision == EvrDecision::kRefused) {
-    // Nothing was decided from verification samples: admitting may go on.
-    if (entry.row.evr_state == EvrState::kVerifying) mark(EvrState::kIdle, "");
-    return r;
-  }
-  if (r->decision == EvrDecision::kRejected) {
-    mark(EvrState::kStopped,
-         absl::StrFormat("the verification of the updates after seq %d did not accept (%s)",
-                         entry.last_seq, r->reason));
-    spdlog::warn("job={} evr admission stopped: {}", job_name, r->reason);
-  } else {
-    spdlog::info("job={} evr admission accepted samples={} seconds={:.3f} backend={}", job_name,
-                 r->num_samples, r->seconds, r->backend);
-  }
-  return r;
 }
 
 absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& entry,
@@ -197,6 +111,7 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
     } else if (stream && *stream_refused_seq == expected) {
       it.kind = Item::Kind::kNotAttempted;
       it.ack.seq = seq;
+      it.ack.refusal_kind = RefusalKind::kNotAttempted;
       it.ack.refusal_reason = absl::StrFormat(
           "not attempted: seq %d on this stream was refused, so seq %d cannot follow yet",
           *stream_refused_seq, seq);
@@ -208,112 +123,40 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
     }
   }
 
-  // 2. Compose the new updates on a clone; an update the accountant cannot take stops the run.
+  // 2. The job's admission policy judges the new updates, in seq order.
   const int m_all = static_cast<int>(fresh.size());
-  int m = m_all;
-  std::unique_ptr<core::Accountant> full = entry.accountant->Clone();
-  for (int k = 0; k < m_all && m == m_all; ++k) {
-    Item& it = items[fresh[k]];
-    for (const core::MechanismEvent& e : it.update.steps) {
-      absl::Status s = full->Compose(e);
-      if (!s.ok()) {
-        s = absl::Status(s.code(), absl::StrFormat("seq %d: %s", it.update.seq,
-                                                   std::string(s.message())));
-        if (absl::Status r = fail(it, s); !r.ok()) return r;
-        m = k;
-        full.reset();  // holds part of update k: prefixes are recomposed from the ledger
-        break;
-      }
-    }
+  std::vector<UpdateSteps> run;
+  run.reserve(m_all);
+  for (int i : fresh) run.push_back(items[i].update.steps);
+  AdmitContext ctx{job, entry.last_seq,
+                   [&](EvrState state, std::string note) {
+                     entry.row.evr_state = state;
+                     entry.row.evr_note = note;
+                     WriteBatch b;
+                     b.evr_marks.push_back({job.key, state, std::move(note)});
+                     entry.tail = committer_.Submit(std::move(b));
+                     return entry.tail;
+                   },
+                   metrics_};
+  AdmitDecision d;
+  if (m_all > 0) {
+    absl::StatusOr<AdmitDecision> decided = entry.policy->Admit(run, ctx);
+    if (!decided.ok()) return decided.status();
+    d = *std::move(decided);
+  }
+  const int admitted = d.admitted;
+  if (!d.error.ok()) {
+    Item& it = items[fresh[admitted]];
+    const absl::Status s(d.error.code(), absl::StrFormat("seq %d: %s", it.update.seq,
+                                                         std::string(d.error.message())));
+    if (absl::Status r = fail(it, s); !r.ok()) return r;
   }
 
-  // 3. The privacy filter: the longest prefix of the run whose bound fits the budget
-  //    (certified accountants), or the whole run if its verification accepts (evr).
-  const double delta = job.budget_delta;
-  const core::EpsilonBound before = entry.spent;
-  int admitted = 0;
-  Verdict refusal;
-  core::EpsilonBound after = before;
-  std::unique_ptr<core::Accountant> kept;         // the accountant over the admitted ledger
-  std::optional<core::EpsilonBound> candidate;    // the refused update's bound, if known
-  // The ledger with the first k new updates: `full` when k == m, else recomposed.
-  auto prefix = [&](int k) {
-    if (k == m && full) return std::move(full);
-    std::unique_ptr<core::Accountant> acc = entry.accountant->Clone();
-    for (int j = 0; j < k; ++j) {
-      for (const core::MechanismEvent& e : items[fresh[j]].update.steps) {
-        DPL_CHECK_OK(acc->Compose(e));  // composed once already in step 2
-      }
-    }
-    return acc;
-  };
-  const bool evr = job.accountant == kEvrAdmission;
-  if (evr && m > 0) {
-    std::unique_ptr<core::Accountant> run = prefix(m);
-    absl::StatusOr<EvrAdmissionResult> v = VerifyEvrLocked(entry, run->events());
-    if (!v.ok()) {
-      // Nothing was decided from samples; the error belongs to the run (e.g. a mechanism
-      // without a proven moment bound), reported on its first update.
-      Item& it = items[fresh[0]];
-      const absl::Status s(v.status().code(),
-                           absl::StrFormat("seq %d: %s", it.update.seq,
-                                           std::string(v.status().message())));
-      if (absl::Status r = fail(it, s); !r.ok()) return r;
-      m = 0;
-    } else if (v->decision == EvrDecision::kAccepted) {
-      admitted = m;
-      after = v->spent;
-      kept = std::move(run);
-    } else {
-      refusal.reason = v->reason;
-    }
-  }
-  if (!evr) {
-    std::map<int, std::pair<absl::StatusOr<core::EpsilonBound>, std::unique_ptr<core::Accountant>>>
-        evaluated;
-    auto evaluate = [&](int k) -> const absl::StatusOr<core::EpsilonBound>& {
-      auto it = evaluated.find(k);
-      if (it != evaluated.end()) return it->second.first;
-      std::unique_ptr<core::Accountant> acc = prefix(k);
-      absl::StatusOr<core::EpsilonBound> b = acc->EpsilonForDelta(delta);
-      return evaluated.emplace(k, std::make_pair(std::move(b), std::move(acc)))
-          .first->second.first;
-    };
-    // Only the refusal that is reported is explained (the search judges many prefixes).
-    auto fits = [&](int k, bool explain = false) {
-      const absl::StatusOr<core::EpsilonBound>& b = evaluate(k);
-      return Judge(b, explain ? evaluated.at(k).second.get() : nullptr, job.accountant,
-                   job.budget_epsilon, delta);
-    };
-    if (m > 0) {
-      refusal = fits(m);
-      if (refusal.fits) {
-        admitted = m;
-      } else {
-        int lo = 0, hi = m;  // prefix lo fits (the current ledger), prefix hi does not
-        while (hi - lo > 1) {
-          const int mid = lo + (hi - lo) / 2;
-          if (fits(mid).fits) {
-            lo = mid;
-          } else {
-            hi = mid;
-          }
-        }
-        admitted = lo;
-        refusal = fits(lo + 1, /*explain=*/true);
-        if (const auto& c = evaluate(lo + 1); c.ok()) candidate = *c;
-      }
-    }
-    if (admitted > 0) {
-      after = *evaluate(admitted);
-      kept = std::move(evaluated.at(admitted).second);
-    }
-  }
-
-  // 4. Acks and rows.
+  // 3. Acks and rows.
+  const core::EpsilonBound before = entry.spent();
+  const core::EpsilonBound after = d.after;
   WriteBatch batch;
-  // An accepted evr verification that sampled returns the job to idle with its updates.
-  if (admitted > 0 && entry.row.evr_state == EvrState::kVerifying) {
+  if (admitted > 0 && d.evr_idle_with_updates) {
     batch.evr_marks.push_back({job.key, EvrState::kIdle, ""});
   }
   int64_t num_steps = entry.num_steps;
@@ -338,10 +181,12 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
     } else if (it.kind == Item::Kind::kNew) {
       it.kind = Item::Kind::kNotAttempted;
       it.ack.seq = it.update.seq;
-      if (k == admitted && k < m) {
-        it.ack.candidate = candidate;
-        it.ack.refusal_reason = refusal.reason;
+      if (k == admitted) {
+        it.ack.candidate = d.candidate;
+        it.ack.refusal_reason = d.refusal_reason;
+        it.ack.refusal_kind = d.refusal_kind;
       } else {
+        it.ack.refusal_kind = RefusalKind::kNotAttempted;
         it.ack.refusal_reason = absl::StrFormat(
             "not attempted: seq %d before it in this request was refused or failed",
             items[fresh[admitted]].update.seq);
@@ -353,18 +198,14 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
   if (admitted > 0) {
     entry.tail = committer_.Submit(std::move(batch));
     entry.row.evr_state = EvrState::kIdle;
-    entry.accountant = std::move(kept);
-    if (UpdateBytesLocked(entry)) EvictIfNeeded();
-    entry.spent = after;
+    entry.policy = std::move(d.next);
+    cache_.PolicyChanged(entry);
     entry.num_steps = num_steps;
     entry.last_seq = items[fresh[admitted - 1]].update.seq;
     for (int k = 0; k < admitted; ++k) {
       const Item& it = items[fresh[k]];
-      entry.recent.push_back({UpdateRow{job.key, it.update.seq, it.canonical, it.ack.spent,
-                                        it.ack.num_steps, now_ms}});
-    }
-    while (static_cast<int>(entry.recent.size()) > options_.recent_updates_window) {
-      entry.recent.pop_front();
+      cache_.Remember(entry, UpdateRow{job.key, it.update.seq, it.canonical, it.ack.spent,
+                                       it.ack.num_steps, now_ms});
     }
     if (metrics_) metrics_->JobEpsilonSpent(job_name, after.upper);
   }
@@ -379,7 +220,7 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
     }
     if (it.kind == Item::Kind::kNotAttempted) {
       it.ack.admitted = false;
-      it.ack.spent = entry.spent;
+      it.ack.spent = entry.spent();
       it.ack.num_steps = entry.num_steps;
       it.ack.last_seq = entry.last_seq;
     }
@@ -389,6 +230,7 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
       it.ack.error = it.error;
     }
     it.ack.accountant = job.accountant;
+    it.ack.admission_guarantee = entry.policy->guarantee();
     it.ack.budget_epsilon = job.budget_epsilon;
     it.ack.budget_delta = job.budget_delta;
     if (metrics_) {

@@ -128,6 +128,31 @@ absl::StatusOr<JobSpec> JobSpecFromProto(const v1::CreateJobRequest& r) {
   spec.accountant = r.accountant();
   spec.mc_seed = r.mc().seed();
   spec.mc_num_samples = r.mc().num_samples();
+  switch (r.schedule()) {
+    case v1::SCHEDULE_UNSPECIFIED:
+    case v1::SCHEDULE_DECLARED:
+      spec.schedule = Schedule::kDeclared;
+      break;
+    case v1::SCHEDULE_ADAPTIVE:
+      spec.schedule = Schedule::kAdaptive;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "schedule must be DECLARED or ADAPTIVE, got %d", static_cast<int>(r.schedule())));
+  }
+  for (int i = 0; i < r.plan_size(); ++i) {
+    absl::StatusOr<core::MechanismEvent> e =
+        StepFromProto(r.plan(i), absl::StrFormat("plan[%d]", i));
+    if (!e.ok()) return e.status();
+    spec.plan.push_back(*e);
+  }
+  spec.filter = r.filter();
+  spec.rdp_order = r.rdp_order();
+  if (r.has_expected_step()) {
+    absl::StatusOr<core::MechanismEvent> e = StepFromProto(r.expected_step(), "expected_step");
+    if (!e.ok()) return e.status();
+    spec.expected = e->mechanism;
+  }
   return spec;
 }
 
@@ -254,8 +279,29 @@ v1::Job JobToProto(const JobInfo& info) {
   out.set_create_time_unix_ms(r.create_time_ms);
   out.set_close_time_unix_ms(r.close_time_ms);
   out.set_admission_stopped(EvrStoppedReason(r.evr_state, r.evr_note));
+  out.set_schedule(r.schedule == Schedule::kAdaptive ? v1::SCHEDULE_ADAPTIVE
+                                                     : v1::SCHEDULE_DECLARED);
+  out.set_admission(std::string(AdmissionKindName(r.admission)));
+  if (!r.plan.empty()) {
+    // Stored by the service itself from validated steps: a parse failure is a bug's trace,
+    // shown as an empty plan rather than failing the read.
+    absl::StatusOr<std::vector<core::MechanismEvent>> plan = ParseCanonicalSteps(r.plan);
+    if (plan.ok()) {
+      for (const core::MechanismEvent& e : *plan) *out.add_plan() = StepToProto(e);
+    }
+  }
+  out.set_rdp_order(r.rdp_order);
+  out.set_admission_guarantee(info.admission_guarantee);
   return out;
 }
+
+static_assert(static_cast<int>(RefusalKind::kBudget) == v1::REFUSAL_KIND_BUDGET &&
+              static_cast<int>(RefusalKind::kPlan) == v1::REFUSAL_KIND_PLAN &&
+              static_cast<int>(RefusalKind::kUncertified) == v1::REFUSAL_KIND_UNCERTIFIED &&
+              static_cast<int>(RefusalKind::kStopped) == v1::REFUSAL_KIND_STOPPED &&
+              static_cast<int>(RefusalKind::kNotAttempted) == v1::REFUSAL_KIND_NOT_ATTEMPTED &&
+              static_cast<int>(RefusalKind::kUnverified) == v1::REFUSAL_KIND_UNVERIFIED,
+              "RefusalKind mirrors the proto enum");
 
 v1::StepAck AckToProto(const Ack& a) {
   v1::StepAck out;
@@ -272,6 +318,8 @@ v1::StepAck AckToProto(const Ack& a) {
   out.set_num_steps(a.num_steps);
   out.set_last_seq(a.last_seq);
   out.set_refusal_reason(a.refusal_reason);
+  out.set_refusal_kind(static_cast<v1::RefusalKind>(a.refusal_kind));
+  out.set_admission_guarantee(a.admission_guarantee);
   out.set_accountant(a.accountant);
   out.mutable_budget()->set_epsilon(a.budget_epsilon);
   out.mutable_budget()->set_delta(a.budget_delta);
@@ -279,12 +327,8 @@ v1::StepAck AckToProto(const Ack& a) {
 }
 
 absl::StatusOr<v1::LedgerEntry> LedgerEntryToProto(const UpdateRow& row) {
-  absl::StatusOr<std::vector<core::MechanismEvent>> steps = ParseCanonicalSteps(row.steps);
-  if (!steps.ok()) {
-    return absl::DataLossError(absl::StrFormat("job '%s' seq %d: stored steps unreadable: %s",
-                                               JobKeyString(row.key), row.seq,
-                                               std::string(steps.status().message())));
-  }
+  absl::StatusOr<std::vector<core::MechanismEvent>> steps = DecodeStoredSteps(row);
+  if (!steps.ok()) return steps.status();
   v1::LedgerEntry out;
   out.set_seq(row.seq);
   for (const core::MechanismEvent& e : *steps) *out.add_steps() = StepToProto(e);
@@ -311,6 +355,8 @@ v1::SpentResponse SpentToProto(const SpentAnswer& a, const SpentQuery& q) {
       p->set_text(std::get<std::string>(d.value));
     }
   }
+  out.set_admission_guarantee(a.admission_guarantee);
+  out.set_realised_curve(a.realised_curve);
   return out;
 }
 
@@ -322,6 +368,7 @@ v1::RemainingResponse RemainingToProto(const RemainingAnswer& a) {
   out.mutable_budget()->set_epsilon(a.budget_epsilon);
   out.mutable_budget()->set_delta(a.budget_delta);
   out.set_accountant(a.accountant);
+  out.set_reason(a.reason);
   return out;
 }
 

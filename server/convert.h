@@ -1,5 +1,5 @@
 // The one place that converts between the proto API (proto/dpledger.proto) and the service's
-// plain types (ledger_service.h, core/). Errors are INVALID_ARGUMENT naming the field path,
+// plain types (ledger_api.h, core/). Errors are INVALID_ARGUMENT naming the field path,
 // e.g. "updates[2].steps[0].mechanism.sigma".
 #pragma once
 
@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "proto/dpledger.pb.h"
-#include "server/ledger_service.h"
+#include "server/ledger_api.h"
 
 namespace dpledger::server {
 

@@ -83,6 +83,7 @@ class FaultyStore final : public Store {
   }
   absl::StatusOr<int64_t> CountReleases(const JobKey& k) override { return inner_->CountReleases(k); }
   absl::Status CheckIntegrity(bool full) override { return inner_->CheckIntegrity(full); }
+  absl::Status Ping() override { return inner_->Ping(); }
 
  private:
   Store* inner_;

@@ -221,20 +221,30 @@ grpc::Status GrpcLedgerService::GetLedger(grpc::ServerContext* ctx,
   });
 }
 
+namespace {
+
+// Seconds left before the call's deadline (0: none); DEADLINE_EXCEEDED once it has passed.
+absl::StatusOr<double> DeadlineSeconds(const grpc::ServerContext& ctx) {
+  const auto deadline = ctx.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return 0.0;
+  const double left =
+      std::chrono::duration<double>(deadline - std::chrono::system_clock::now()).count();
+  if (left <= 0) return absl::DeadlineExceededError("the call's deadline has passed");
+  return left < 1e9 ? left : 0.0;
+}
+
+}  // namespace
+
 grpc::Status GrpcLedgerService::Spent(grpc::ServerContext* ctx, const v1::SpentRequest* req,
                                       v1::SpentResponse* resp) {
   return Handle("Spent", ctx, [&](const Caller& caller) -> absl::Status {
     absl::StatusOr<SpentQuery> q = SpentQueryFromProto(*req);
     if (!q.ok()) return q.status();
-    // A Monte Carlo query stops at the client's deadline rather than computing on for an
-    // answer nobody will read.
-    const auto deadline = ctx->deadline();
-    if (deadline != std::chrono::system_clock::time_point::max()) {
-      const double left =
-          std::chrono::duration<double>(deadline - std::chrono::system_clock::now()).count();
-      if (left <= 0) return absl::DeadlineExceededError("the call's deadline has passed");
-      if (left < 1e9) q->max_seconds = left;
-    }
+    // A query stops at the client's deadline rather than computing on for an answer nobody
+    // will read.
+    absl::StatusOr<double> left = DeadlineSeconds(*ctx);
+    if (!left.ok()) return left.status();
+    q->max_seconds = *left;
     absl::StatusOr<SpentAnswer> a = service_->Spent(caller, req->tenant(), req->job_id(), *q);
     if (!a.ok()) return a.status();
     *resp = SpentToProto(*a, *q);
@@ -251,8 +261,10 @@ grpc::Status GrpcLedgerService::Remaining(grpc::ServerContext* ctx,
     step.clear_count();  // ignored by contract
     absl::StatusOr<core::MechanismEvent> e = StepFromProto(step, "step");
     if (!e.ok()) return e.status();
+    absl::StatusOr<double> left = DeadlineSeconds(*ctx);
+    if (!left.ok()) return left.status();
     absl::StatusOr<RemainingAnswer> a =
-        service_->Remaining(caller, req->tenant(), req->job_id(), e->mechanism);
+        service_->Remaining(caller, req->tenant(), req->job_id(), e->mechanism, *left);
     if (!a.ok()) return a.status();
     *resp = RemainingToProto(*a);
     return absl::OkStatus();

@@ -16,6 +16,27 @@ absl::Status Damaged(const JobKey& key, int64_t seq, std::string_view what) {
 
 }  // namespace
 
+absl::Status ReplayLedger(Store& store, const JobKey& key, const LedgerVisitor& visit) {
+  int64_t last = 0, num_steps = 0;
+  for (;;) {
+    absl::StatusOr<std::vector<UpdateRow>> rows = store.ListUpdates(key, last, kPage);
+    if (!rows.ok()) return rows.status();
+    for (const UpdateRow& u : *rows) {
+      if (u.seq != last + 1) return Damaged(key, u.seq, absl::StrFormat("follows seq %d", last));
+      absl::StatusOr<std::vector<core::MechanismEvent>> steps = DecodeStoredSteps(u);
+      if (!steps.ok()) return steps.status();
+      for (const core::MechanismEvent& e : *steps) num_steps += e.count;
+      if (u.num_steps_after != num_steps) {
+        return Damaged(key, u.seq, absl::StrFormat("num_steps_after %d, expected %d",
+                                                   u.num_steps_after, num_steps));
+      }
+      if (absl::Status s = visit(u, *steps); !s.ok()) return s;
+      last = u.seq;
+    }
+    if (static_cast<int>(rows->size()) < kPage) return absl::OkStatus();
+  }
+}
+
 absl::Status CheckLedgerConsistency(Store& store, LedgerCheckStats* stats) {
   LedgerCheckStats local;
   JobKey after;
@@ -28,37 +49,26 @@ absl::Status CheckLedgerConsistency(Store& store, LedgerCheckStats* stats) {
         return Damaged(job.key, 0, absl::StrFormat("budget (%g, %g) is invalid",
                                                    job.budget_epsilon, job.budget_delta));
       }
-      int64_t last = 0, num_steps = 0;
-      for (;;) {
-        absl::StatusOr<std::vector<UpdateRow>> rows = store.ListUpdates(job.key, last, kPage);
-        if (!rows.ok()) return rows.status();
-        for (const UpdateRow& u : *rows) {
-          ++local.updates;
-          if (u.seq != last + 1) {
-            return Damaged(job.key, u.seq, absl::StrFormat("follows seq %d", last));
-          }
-          absl::StatusOr<std::vector<core::MechanismEvent>> steps = ParseCanonicalSteps(u.steps);
-          if (!steps.ok()) return Damaged(job.key, u.seq, std::string(steps.status().message()));
-          for (const core::MechanismEvent& e : *steps) num_steps += e.count;
-          if (u.num_steps_after != num_steps) {
-            return Damaged(job.key, u.seq, absl::StrFormat("num_steps_after %d, expected %d",
-                                                           u.num_steps_after, num_steps));
-          }
-          const core::EpsilonBound& b = u.spent;
-          if (std::isnan(b.lower) || std::isnan(b.upper) || std::isnan(b.estimate) ||
-              b.lower > b.upper) {
-            return Damaged(job.key, u.seq, absl::StrFormat("spent bound [%g, %g] is invalid",
-                                                           b.lower, b.upper));
-          }
-          if (b.upper > job.budget_epsilon) {
-            return Damaged(job.key, u.seq,
-                           absl::StrFormat("charged epsilon %g exceeds the budget %g", b.upper,
-                                           job.budget_epsilon));
-          }
-          last = u.seq;
-        }
-        if (static_cast<int>(rows->size()) < kPage) break;
-      }
+      int64_t last = 0;
+      absl::Status s = ReplayLedger(
+          store, job.key,
+          [&](const UpdateRow& u, std::span<const core::MechanismEvent>) -> absl::Status {
+            ++local.updates;
+            last = u.seq;
+            const core::EpsilonBound& b = u.spent;
+            if (std::isnan(b.lower) || std::isnan(b.upper) || std::isnan(b.estimate) ||
+                b.lower > b.upper) {
+              return Damaged(job.key, u.seq, absl::StrFormat("spent bound [%g, %g] is invalid",
+                                                             b.lower, b.upper));
+            }
+            if (b.upper > job.budget_epsilon) {
+              return Damaged(job.key, u.seq,
+                             absl::StrFormat("charged epsilon %g exceeds the budget %g", b.upper,
+                                             job.budget_epsilon));
+            }
+            return absl::OkStatus();
+          });
+      if (!s.ok()) return s;
       absl::StatusOr<std::vector<ReleaseRow>> releases = store.ListReleases(job.key);
       if (!releases.ok()) return releases.status();
       for (const ReleaseRow& r : *releases) {

@@ -7,6 +7,9 @@
 // and the payload's SHA-256 matches.
 #pragma once
 
+#include <functional>
+#include <span>
+
 #include <cstdint>
 
 #include "absl/status/status.h"
@@ -19,6 +22,14 @@ struct LedgerCheckStats {
   int64_t updates = 0;
   int64_t releases = 0;
 };
+
+// Reads one job's stored ledger in seq order, checking what every reader of it relies on:
+// seqs contiguous from 1, steps that decode (DecodeStoredSteps), num_steps_after the running
+// sum of the counts. `visit` sees each update with its steps. DATA_LOSS "ledger of job '...'
+// is damaged at seq N: ..."; I/O errors as the store reports them; visit's errors as they are.
+using LedgerVisitor =
+    std::function<absl::Status(const UpdateRow&, std::span<const core::MechanismEvent>)>;
+absl::Status ReplayLedger(Store& store, const JobKey& key, const LedgerVisitor& visit);
 
 // DATA_LOSS naming the job and seq of the first problem; I/O errors as the store reports them.
 absl::Status CheckLedgerConsistency(Store& store, LedgerCheckStats* stats = nullptr);

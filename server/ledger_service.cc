@@ -6,6 +6,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
+#include "core/accountants/rdp_mechanisms.h"
+#include "server/renyi_order.h"
+#include "server/schedule_plan.h"
 #include "spdlog/spdlog.h"
 
 namespace dpledger::server {
@@ -58,20 +61,21 @@ LedgerService::LedgerService(Store* store, LedgerOptions options, Metrics* metri
             if (metrics) metrics->StoreCommit(seconds, batches);
             if (!ok) spdlog::warn("store commit failed batches={}", batches);
           },
-          [this](const JobKey& key) { OnPoisoned(key); }),
+          [this](const JobKey& key) {
+            spdlog::warn("job={} a commit failed; its cached state will be rebuilt from the "
+                         "store",
+                         JobKeyString(key));
+            cache_.MarkStale(key);
+          }),
+      cache_(store, &committer_, metrics,
+             JobCacheOptions{options_.max_cached_jobs, options_.max_cached_bytes,
+                             options_.recent_updates_window},
+             [this](const JobRow& row) { return PolicyOptionsFor(row); }),
       pools_(static_cast<size_t>(std::max<int64_t>(0, options_.max_pool_bytes)), metrics) {}
 
 LedgerService::~LedgerService() { Shutdown(); }
 
 void LedgerService::Shutdown() { committer_.Stop(); }
-
-void LedgerService::OnPoisoned(const JobKey& key) {
-  spdlog::warn("job={} a commit failed; its cached state will be rebuilt from the store",
-               JobKeyString(key));
-  std::lock_guard<std::mutex> lock(cache_mu_);
-  auto it = cache_.find(key);
-  if (it != cache_.end()) it->second->stale = true;
-}
 
 absl::Status LedgerService::WaitTail(CommitTicketPtr tail) {
   if (!tail) return absl::OkStatus();
@@ -84,168 +88,21 @@ absl::Status LedgerService::WaitTail(CommitTicketPtr tail) {
 
 absl::StatusOr<std::unique_ptr<core::Accountant>> LedgerService::NewAccountant(
     const JobRow& row, std::string_view name) const {
-  core::AccountantOptions opts = options_.accountant_options;
-  opts.mc.seed = row.mc_seed;
-  if (row.mc_num_samples > 0) opts.mc.num_samples = row.mc_num_samples;
-  return core::CreateAccountant(name, opts);
+  return core::CreateAccountant(name, PolicyOptionsFor(row).accountant_options);
 }
 
-absl::Status LedgerService::LoadLocked(JobEntry& entry, const JobKey& key) {
-  absl::StatusOr<std::optional<JobRow>> row = store_->GetJob(key);
-  if (!row.ok()) return row.status();
-  if (!row->has_value()) {
-    return absl::NotFoundError(absl::StrFormat("job '%s' not found", key.job_id));
-  }
-  // An evr job's entry accountant only holds the ledger (ledger_service.h "Admission").
-  const bool evr = (*row)->accountant == kEvrAdmission;
-  absl::StatusOr<std::unique_ptr<core::Accountant>> acc =
-      NewAccountant(**row, evr ? "mc" : (*row)->accountant);
-  if (!acc.ok()) return acc.status();
-  std::deque<RecentUpdate> recent;
-  int64_t last_seq = 0, num_steps = 0;
-  for (;;) {
-    absl::StatusOr<std::vector<UpdateRow>> page = store_->ListUpdates(key, last_seq, kLoadPage);
-    if (!page.ok()) return page.status();
-    for (UpdateRow& u : *page) {
-      if (u.seq != last_seq + 1) {
-        return absl::DataLossError(absl::StrFormat(
-            "job '%s': ledger has seq %d after seq %d", JobKeyString(key), u.seq, last_seq));
-      }
-      absl::StatusOr<std::vector<core::MechanismEvent>> steps = ParseCanonicalSteps(u.steps);
-      if (!steps.ok()) {
-        return absl::DataLossError(absl::StrFormat("job '%s' seq %d: stored steps unreadable: %s",
-                                                   JobKeyString(key), u.seq,
-                                                   std::string(steps.status().message())));
-      }
-      for (const core::MechanismEvent& e : *steps) {
-        absl::Status s = (*acc)->Compose(e);
-        if (!s.ok()) {
-          return absl::Status(
-              s.code() == absl::StatusCode::kUnimplemented ? s.code()
-                                                           : absl::StatusCode::kDataLoss,
-              absl::StrFormat("job '%s' seq %d cannot be replayed: %s", JobKeyString(key),
-                              u.seq, std::string(s.message())));
-        }
-        num_steps += e.count;
-      }
-      last_seq = u.seq;
-      recent.push_back({std::move(u)});
-      if (static_cast<int>(recent.size()) > options_.recent_updates_window) recent.pop_front();
-    }
-    if (static_cast<int>(page->size()) < kLoadPage) break;
-  }
-  // An evr job's bound is the verified statement stored with its last admitted update.
-  absl::StatusOr<core::EpsilonBound> spent =
-      !evr              ? (*acc)->EpsilonForDelta((*row)->budget_delta)
-      : recent.empty()  ? core::EpsilonBound{0, 0, 0, core::Guarantee::kCertified, 0}
-                        : recent.back().row.spent;
-  if (!spent.ok()) {
-    return absl::Status(spent.status().code(),
-                        absl::StrFormat("job '%s': spent epsilon cannot be recomputed: %s",
-                                        JobKeyString(key), std::string(spent.status().message())));
-  }
-  absl::StatusOr<int64_t> releases = store_->CountReleases(key);
-  if (!releases.ok()) return releases.status();
-  if (!recent.empty() && recent.back().row.num_steps_after != num_steps) {
-    return absl::DataLossError(absl::StrFormat(
-        "job '%s': last ack says %d steps, the ledger holds %d", JobKeyString(key),
-        recent.back().row.num_steps_after, num_steps));
-  }
-  if ((*row)->evr_state == EvrState::kVerifying) {
-    spdlog::warn("job={} an EVR admission verification was interrupted; it counts as a "
-                 "rejection and the job admits no more steps", JobKeyString(key));
-  }
-  entry.row = **row;
-  entry.accountant = std::move(*acc);
-  entry.spent = *spent;
-  entry.last_seq = last_seq;
-  entry.num_steps = num_steps;
-  entry.num_releases = *releases;
-  entry.recent = std::move(recent);
-  entry.tail = nullptr;
-  entry.loaded = true;
-  entry.stale = false;
-  committer_.Unpoison(key);
-  if (metrics_) {
-    metrics_->PoolRebuild();
-    if (last_seq > 0) metrics_->JobEpsilonSpent(JobKeyString(key), spent->upper);
-  }
-  return absl::OkStatus();
+PolicyOptions LedgerService::PolicyOptionsFor(const JobRow& row) const {
+  PolicyOptions p;
+  p.accountant_options = options_.accountant_options;
+  p.accountant_options.mc.seed = row.mc_seed;
+  if (row.mc_num_samples > 0) p.accountant_options.mc.num_samples = row.mc_num_samples;
+  p.evr = options_.evr_admission;
+  return p;
 }
 
-absl::StatusOr<LedgerService::EntryPtr> LedgerService::Acquire(
-    const JobKey& key, std::unique_lock<std::mutex>& lock) {
-  EntryPtr e;
-  {
-    std::lock_guard<std::mutex> g(cache_mu_);
-    EntryPtr& slot = cache_[key];
-    if (!slot) slot = std::make_shared<JobEntry>();
-    e = slot;
-    e->last_used = ++tick_;
-  }
-  lock = std::unique_lock<std::mutex>(e->mu);
-  if (!e->loaded || e->stale) {
-    absl::Status s = LoadLocked(*e, key);
-    if (!s.ok()) {
-      e->loaded = false;
-      lock.unlock();
-      std::lock_guard<std::mutex> g(cache_mu_);
-      auto it = cache_.find(key);
-      if (it != cache_.end() && it->second == e && e.use_count() == 2) {
-        cached_bytes_ -= e->bytes;
-        cache_.erase(it);
-      }
-      return s;
-    }
-    UpdateBytesLocked(*e);
-    EvictIfNeeded();
-  }
-  return e;
-}
-
-bool LedgerService::UpdateBytesLocked(JobEntry& entry) {
-  const size_t now = entry.accountant ? entry.accountant->CacheBytes() : 0;
-  std::lock_guard<std::mutex> g(cache_mu_);
-  if (now == entry.bytes) return false;
-  cached_bytes_ = cached_bytes_ - entry.bytes + now;
-  entry.bytes = now;
-  return true;
-}
-
-// Over either cap (jobs, bytes), drops the least recently used idle entries (no holder, no
-// pending commit) down to 90% of both; a dropped job is rebuilt from the store on its next
-// use. Entries in use are skipped, so the caps can be exceeded while they are busy.
-void LedgerService::EvictIfNeeded() {
-  std::lock_guard<std::mutex> g(cache_mu_);
-  const size_t max_bytes = static_cast<size_t>(std::max<int64_t>(0, options_.max_cached_bytes));
-  auto publish = [&] {
-    if (metrics_) {
-      metrics_->SetCachedJobs(static_cast<double>(cache_.size()),
-                              static_cast<double>(cached_bytes_));
-    }
-  };
-  publish();
-  if (static_cast<int>(cache_.size()) <= options_.max_cached_jobs &&
-      cached_bytes_ <= max_bytes) {
-    return;
-  }
-  std::vector<std::pair<uint64_t, JobKey>> order;
-  for (const auto& [k, e] : cache_) order.emplace_back(e->last_used, k);
-  std::sort(order.begin(), order.end());
-  const size_t target = static_cast<size_t>(options_.max_cached_jobs * 0.9);
-  const size_t target_bytes = static_cast<size_t>(static_cast<double>(max_bytes) * 0.9);
-  for (const auto& [tick, k] : order) {
-    if (cache_.size() <= target && cached_bytes_ <= target_bytes) break;
-    auto it = cache_.find(k);
-    EntryPtr& e = it->second;
-    if (e.use_count() != 1) continue;
-    std::unique_lock<std::mutex> l(e->mu, std::try_to_lock);
-    if (!l.owns_lock() || (e->tail && !e->tail->done())) continue;
-    l.unlock();
-    cached_bytes_ -= e->bytes;
-    cache_.erase(it);
-  }
-  publish();
+double LedgerService::QueryCap(double server_cap, double caller_seconds) {
+  return server_cap > 0 && caller_seconds > 0 ? std::min(server_cap, caller_seconds)
+                                              : std::max(server_cap, caller_seconds);
 }
 
 JobInfo LedgerService::InfoLocked(const JobEntry& e) const {
@@ -254,7 +111,8 @@ JobInfo LedgerService::InfoLocked(const JobEntry& e) const {
   info.num_steps = e.num_steps;
   info.last_seq = e.last_seq;
   info.num_releases = e.num_releases;
-  info.spent = e.spent;
+  info.spent = e.spent();
+  info.admission_guarantee = e.policy->guarantee();
   return info;
 }
 
@@ -278,37 +136,9 @@ absl::StatusOr<JobInfo> LedgerService::CreateJob(const Caller& caller, const Job
     return absl::InvalidArgumentError(absl::StrFormat(
         "mc.num_samples must be >= 0, got %d", spec.mc_num_samples));
   }
-  JobRow row;
-  row.key = {*tenant, spec.job_id};
-  row.budget_epsilon = spec.budget_epsilon;
-  row.budget_delta = spec.budget_delta;
-  row.neighbouring = spec.neighbouring;
-  row.accountant = spec.accountant.empty() ? options_.default_accountant : spec.accountant;
-  row.mc_seed = spec.mc_seed;
-  row.mc_num_samples = spec.mc_num_samples;
-  row.state = JobState::kOpen;
-  row.create_time_ms = NowMs();
-  // Only certified or EVR-verified upper bounds admit steps: an estimate-only accountant
-  // would accept the job and then refuse every step.
-  if (!core::CanCertify(row.accountant)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "accountant '%s' gives estimates only and cannot admit steps; choose pld, rdp, "
-        "analytic, spa, edgeworth, or evr for EVR-verified admission (query '%s' through "
-        "Spent, verify through Release)",
-        row.accountant, row.accountant));
-  }
-  // The admitting accountant must exist in this build and accept the job's options.
-  const bool evr = row.accountant == kEvrAdmission;
-  if (absl::StatusOr<std::unique_ptr<core::Accountant>> acc =
-          NewAccountant(row, evr ? "mc" : row.accountant);
-      !acc.ok()) {
-    return absl::Status(acc.status().code(),
-                        absl::StrFormat("accountant '%s': %s%s", row.accountant,
-                                        std::string(acc.status().message()),
-                                        acc.status().code() == absl::StatusCode::kInvalidArgument
-                                            ? " (or evr: EVR-verified admission)"
-                                            : ""));
-  }
+  absl::StatusOr<JobRow> made = JobRowFromSpec(spec, *tenant);
+  if (!made.ok()) return made.status();
+  const JobRow& row = *made;
 
   std::lock_guard<std::mutex> create_lock(create_mu_);
   absl::StatusOr<std::optional<JobRow>> existing = store_->GetJob(row.key);
@@ -330,12 +160,119 @@ absl::StatusOr<JobInfo> LedgerService::CreateJob(const Caller& caller, const Job
     committer_.Unpoison(row.key);
     return s;
   }
-  spdlog::info("job={} created accountant={} budget_epsilon={} budget_delta={}",
-               JobKeyString(row.key), row.accountant, row.budget_epsilon, row.budget_delta);
+  spdlog::info("job={} created schedule={} admission={} accountant={} budget_epsilon={} "
+               "budget_delta={}",
+               JobKeyString(row.key), ScheduleName(row.schedule),
+               AdmissionKindName(row.admission), row.accountant, row.budget_epsilon,
+               row.budget_delta);
   JobInfo info;
   info.row = row;
   info.spent = core::EpsilonBound{0, 0, 0, core::Guarantee::kCertified, 0};
+  info.admission_guarantee = AdmissionGuarantee(row);
   return info;
+}
+
+absl::StatusOr<JobRow> LedgerService::JobRowFromSpec(const JobSpec& spec,
+                                                     const std::string& tenant) const {
+  JobRow row;
+  row.key = {tenant, spec.job_id};
+  row.budget_epsilon = spec.budget_epsilon;
+  row.budget_delta = spec.budget_delta;
+  row.neighbouring = spec.neighbouring;
+  row.mc_seed = spec.mc_seed;
+  row.mc_num_samples = spec.mc_num_samples;
+  row.state = JobState::kOpen;
+  row.create_time_ms = NowMs();
+  row.schedule = spec.schedule;
+  if (spec.schedule == Schedule::kAdaptive) {
+    if (!spec.plan.empty()) {
+      return absl::InvalidArgumentError(
+          "plan must be empty with schedule ADAPTIVE: a plan declares the schedule");
+    }
+    if (spec.accountant == kEvrAdmission) {
+      return absl::InvalidArgumentError(
+          "accountant 'evr' needs a declared schedule: EVR admission verifies the realised "
+          "ledger, a natural filter, which is not sound when mechanisms are chosen from "
+          "earlier outputs; use --filter renyi or gdp for an adaptive job");
+    }
+    if (!spec.accountant.empty()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "accountant must be empty with schedule ADAPTIVE (got '%s'): the filter admits; any "
+          "accountant still answers Spent for the realised ledger",
+          spec.accountant));
+    }
+    const std::string filter = spec.filter.empty() ? "renyi" : spec.filter;
+    if (filter == "gdp") {
+      row.admission = AdmissionKind::kGdp;
+      if (spec.rdp_order != 0 || spec.expected) {
+        return absl::InvalidArgumentError(
+            "rdp_order and expected_step apply to filter renyi only, not gdp");
+      }
+    } else if (filter == "renyi") {
+      row.admission = AdmissionKind::kRenyi;
+      if (spec.rdp_order == 0) {
+        absl::StatusOr<double> order =
+            ChooseRenyiOrder(spec.budget_epsilon, spec.budget_delta, spec.expected);
+        if (!order.ok()) return order.status();
+        row.rdp_order = *order;
+      } else if (!(spec.rdp_order >= core::kMinRdpOrder && spec.rdp_order <= core::kMaxRdpOrder)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "rdp_order must be 0 (chosen from the budget) or in [%g, %g], got %g",
+            core::kMinRdpOrder, core::kMaxRdpOrder, spec.rdp_order));
+      } else if (!(RenyiBudget(spec.rdp_order, spec.budget_epsilon, spec.budget_delta) > 0)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "rdp_order %g leaves no Renyi-DP budget for (epsilon %g, delta %g); choose another "
+            "order or 0",
+            spec.rdp_order, spec.budget_epsilon, spec.budget_delta));
+      } else {
+        row.rdp_order = spec.rdp_order;
+      }
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("filter must be renyi or gdp, got '%s'", spec.filter));
+    }
+    row.accountant = filter;
+  } else {
+    if (!spec.filter.empty() || spec.rdp_order != 0 || spec.expected) {
+      return absl::InvalidArgumentError(
+          "filter, rdp_order and expected_step apply to schedule ADAPTIVE only");
+    }
+    row.accountant = spec.accountant.empty() ? options_.default_accountant : spec.accountant;
+    row.admission =
+        row.accountant == kEvrAdmission ? AdmissionKind::kEvr : AdmissionKind::kNatural;
+    // Only certified or EVR-verified upper bounds admit steps: an estimate-only accountant
+    // would accept the job and then refuse every step.
+    if (row.admission == AdmissionKind::kNatural && !core::CanCertify(row.accountant)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "accountant '%s' gives estimates only and cannot admit steps; choose pld, rdp, "
+          "analytic, spa, edgeworth, or evr for EVR-verified admission (query '%s' through "
+          "Spent, verify through Release)",
+          row.accountant, row.accountant));
+    }
+    if (absl::StatusOr<SchedulePlan> plan = SchedulePlan::Create(spec.plan); !plan.ok()) {
+      return plan.status();
+    }
+    row.plan = spec.plan.empty() ? "" : CanonicalSteps(spec.plan);
+  }
+  // The policy must exist in this build and accept the job's options, and its accountant
+  // every mechanism of the plan.
+  absl::StatusOr<std::unique_ptr<AdmissionPolicy>> policy =
+      CreateAdmissionPolicy(row, PolicyOptionsFor(row), {}, std::nullopt);
+  if (!policy.ok()) {
+    return absl::Status(policy.status().code(),
+                        absl::StrFormat("accountant '%s': %s%s", row.accountant,
+                                        std::string(policy.status().message()),
+                                        policy.status().code() == absl::StatusCode::kInvalidArgument
+                                            ? " (or evr: EVR-verified admission)"
+                                            : ""));
+  }
+  for (size_t i = 0; i < spec.plan.size(); ++i) {
+    if (absl::Status s = (*policy)->ledger().Clone()->Compose(spec.plan[i].mechanism, 1);
+        !s.ok()) {
+      return absl::Status(s.code(), absl::StrFormat("plan[%d]: %s", i, std::string(s.message())));
+    }
+  }
+  return row;
 }
 
 absl::StatusOr<JobInfo> LedgerService::GetJob(const Caller& caller, std::string_view tenant,
@@ -344,7 +281,7 @@ absl::StatusOr<JobInfo> LedgerService::GetJob(const Caller& caller, std::string_
   if (!t.ok()) return t.status();
   if (absl::Status s = ValidateJobId(job_id); !s.ok()) return s;
   std::unique_lock<std::mutex> lock;
-  absl::StatusOr<EntryPtr> e = Acquire({*t, std::string(job_id)}, lock);
+  absl::StatusOr<EntryPtr> e = cache_.Acquire({*t, std::string(job_id)}, lock);
   if (!e.ok()) return e.status();
   JobInfo info = InfoLocked(**e);
   CommitTicketPtr tail = (*e)->tail;
@@ -374,10 +311,24 @@ absl::StatusOr<JobPage> LedgerService::ListJobs(const Caller& caller, std::strin
   JobPage page;
   const bool more = static_cast<int>(rows->size()) > page_size;
   if (more) rows->pop_back();
+  // From the store alone: listing must not compose ledgers (issue 11). The last update's
+  // stored bound is the one its ack carried, which a cached entry holds too.
   for (const JobRow& r : *rows) {
-    absl::StatusOr<JobInfo> info = GetJob(caller, *t, r.key.job_id);
-    if (!info.ok()) return info.status();
-    page.jobs.push_back(std::move(*info));
+    JobInfo info;
+    info.row = r;
+    info.admission_guarantee = AdmissionGuarantee(r);
+    info.spent = core::EpsilonBound{0, 0, 0, core::Guarantee::kCertified, 0};
+    absl::StatusOr<std::optional<UpdateRow>> last = store_->LastUpdate(r.key);
+    if (!last.ok()) return last.status();
+    if (last->has_value()) {
+      info.last_seq = (*last)->seq;
+      info.num_steps = (*last)->num_steps_after;
+      info.spent = (*last)->spent;
+    }
+    absl::StatusOr<int64_t> releases = store_->CountReleases(r.key);
+    if (!releases.ok()) return releases.status();
+    info.num_releases = *releases;
+    page.jobs.push_back(std::move(info));
   }
   if (more) page.next_page_token = absl::StrFormat("%s%s", kPageTokenPrefix, rows->back().key.job_id);
   return page;
@@ -389,7 +340,7 @@ absl::StatusOr<JobInfo> LedgerService::CloseJob(const Caller& caller, std::strin
   if (!t.ok()) return t.status();
   if (absl::Status s = ValidateJobId(job_id); !s.ok()) return s;
   std::unique_lock<std::mutex> lock;
-  absl::StatusOr<EntryPtr> e = Acquire({*t, std::string(job_id)}, lock);
+  absl::StatusOr<EntryPtr> e = cache_.Acquire({*t, std::string(job_id)}, lock);
   if (!e.ok()) return e.status();
   JobEntry& entry = **e;
   if (entry.row.state == JobState::kOpen) {
@@ -470,7 +421,7 @@ absl::StatusOr<std::vector<Ack>> LedgerService::AppendSteps(const Caller& caller
   std::vector<PendingAck> pending;
   {
     std::unique_lock<std::mutex> lock;
-    absl::StatusOr<EntryPtr> e = Acquire({*t, std::string(job_id)}, lock);
+    absl::StatusOr<EntryPtr> e = cache_.Acquire({*t, std::string(job_id)}, lock);
     if (!e.ok()) return e.status();
     absl::StatusOr<std::vector<PendingAck>> p = AdmitLocked(**e, items, false, nullptr);
     if (!p.ok()) return p.status();
@@ -493,7 +444,7 @@ absl::StatusOr<std::unique_ptr<LedgerService::StepStream>> LedgerService::OpenSt
   JobKey key{*t, std::string(job_id)};
   {
     std::unique_lock<std::mutex> lock;
-    absl::StatusOr<EntryPtr> e = Acquire(key, lock);
+    absl::StatusOr<EntryPtr> e = cache_.Acquire(key, lock);
     if (!e.ok()) return e.status();
   }
   return std::unique_ptr<StepStream>(new StepStream(this, std::move(key)));
@@ -524,7 +475,7 @@ std::vector<PendingAck> LedgerService::StepStream::Submit(
     return out;
   };
   std::unique_lock<std::mutex> lock;
-  absl::StatusOr<EntryPtr> e = svc.Acquire(key_, lock);
+  absl::StatusOr<EntryPtr> e = svc.cache_.Acquire(key_, lock);
   if (!e.ok()) return all_failed(e.status());
   absl::StatusOr<std::vector<PendingAck>> p = svc.AdmitLocked(**e, items, true, &refused_seq_);
   if (!p.ok()) return all_failed(p.status());
@@ -582,34 +533,36 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
   }
   SpentAnswer ans;
   std::unique_ptr<core::Accountant> acc;
-  bool other = false;  // another accountant than the admitting one answers
+  bool other = false;  // an accountant other than the policy's answers
   std::vector<core::MechanismEvent> ledger;  // its ledger
   CommitTicketPtr tail;
   JobRow row;
   const JobKey key{*t, std::string(job_id)};
   {
     std::unique_lock<std::mutex> lock;
-    absl::StatusOr<EntryPtr> e = Acquire(key, lock);
+    absl::StatusOr<EntryPtr> e = cache_.Acquire(key, lock);
     if (!e.ok()) return e.status();
     JobEntry& entry = **e;
+    const AdmissionPolicy& policy = *entry.policy;
     row = entry.row;
-    ans.accountant = query.accountant.empty() ? entry.row.accountant : query.accountant;
-    // An evr job knows its verified statement at the budget delta only; other queries of
-    // its own accountant are the MC accountant's estimates (the "mc" of "mc/evr").
-    if (ans.accountant == kEvrAdmission && entry.row.accountant == kEvrAdmission &&
-        query.delta != entry.row.budget_delta) {
-      ans.accountant = "mc";
-    }
+    ans.admission_guarantee = policy.guarantee();
     ans.num_steps = entry.num_steps;
     ans.last_seq = entry.last_seq;
     tail = entry.tail;
-    if (ans.accountant == entry.row.accountant && query.delta == entry.row.budget_delta) {
-      ans.epsilon = entry.spent;  // the cached answer: identical to a recomputation
-    } else if (ans.accountant == entry.row.accountant) {
-      acc = entry.accountant->Clone();
+    const bool own = query.accountant.empty() || query.accountant == row.accountant;
+    if (own && query.delta == row.budget_delta) {
+      ans.accountant = row.accountant;
+      ans.epsilon = policy.spent();  // the cached answer: identical to a recomputation
+    } else if (own && policy.answering_accountant() == row.accountant) {
+      ans.accountant = row.accountant;
+      acc = policy.QueryAccountant();
     } else {
+      // Another accountant's curve of the realised ledger (an evr job's own queries at other
+      // targets are the MC accountant's estimates).
+      ans.accountant = own ? std::string(policy.answering_accountant()) : query.accountant;
+      ans.realised_curve = true;
       other = true;
-      const auto events = entry.accountant->events();
+      const auto events = policy.ledger().events();
       ledger.assign(events.begin(), events.end());
     }
   }
@@ -626,11 +579,12 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
       acc = std::move(*fresh);
     }
   }
-  // The tighter of the server's cap and the caller's deadline (0 means none for both).
-  const double server_cap = options_.accountant_options.mc.max_seconds;
-  const double cap = server_cap > 0 && query.max_seconds > 0 ? std::min(server_cap, query.max_seconds)
-                                                             : std::max(server_cap, query.max_seconds);
-  if (acc) acc->SetQueryTimeCap(cap);
+  if (acc) {
+    const bool mc = acc->Name() == "mc";
+    acc->SetQueryTimeCap(QueryCap(
+        mc ? options_.accountant_options.mc.max_seconds : options_.query_max_seconds,
+        query.max_seconds));
+  }
   absl::Status status;
   if (acc && query.delta) {
     absl::StatusOr<core::EpsilonBound> b = acc->EpsilonForDelta(*query.delta);
@@ -651,71 +605,30 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
 absl::StatusOr<RemainingAnswer> LedgerService::Remaining(const Caller& caller,
                                                          std::string_view tenant,
                                                          std::string_view job_id,
-                                                         const core::Mechanism& mechanism) {
+                                                         const core::Mechanism& mechanism,
+                                                         double max_seconds) {
   absl::StatusOr<std::string> t = Authorize(caller, tenant, Role::kReader);
   if (!t.ok()) return t.status();
   if (absl::Status s = ValidateJobId(job_id); !s.ok()) return s;
-  std::unique_ptr<core::Accountant> base;
-  RemainingAnswer ans;
+  if (!(std::isfinite(max_seconds) && max_seconds >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("max_seconds must be a finite number >= 0, got %g", max_seconds));
+  }
+  std::unique_ptr<AdmissionPolicy> policy;
   CommitTicketPtr tail;
   {
     std::unique_lock<std::mutex> lock;
-    absl::StatusOr<EntryPtr> e = Acquire({*t, std::string(job_id)}, lock);
+    absl::StatusOr<EntryPtr> e = cache_.Acquire({*t, std::string(job_id)}, lock);
     if (!e.ok()) return e.status();
-    if ((*e)->row.accountant == kEvrAdmission) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "job '%s' admits with evr: each admission is a fresh Monte Carlo verification, so "
-          "how many more steps fit cannot be certified in advance; ask Spent (e.g. with "
-          "accountant pld) where the ledger stands",
-          job_id));
-    }
-    base = (*e)->accountant->Clone();
-    ans.spent = (*e)->spent;
-    ans.budget_epsilon = (*e)->row.budget_epsilon;
-    ans.budget_delta = (*e)->row.budget_delta;
-    ans.accountant = (*e)->row.accountant;
+    policy = (*e)->policy->Clone();  // searched outside the job lock
     tail = (*e)->tail;
   }
-  ans.spent_at_max = ans.spent;
-  // fits(n): n more applications keep the certified bound within budget. Exponential then
-  // binary search: O(log n) accountant queries.
-  absl::Status hard_error;
-  auto probe = [&](int64_t n) -> std::optional<core::EpsilonBound> {
-    std::unique_ptr<core::Accountant> acc = base->Clone();
-    if (absl::Status s = acc->Compose(mechanism, n); !s.ok()) {
-      hard_error = s;
-      return std::nullopt;
-    }
-    absl::StatusOr<core::EpsilonBound> b = acc->EpsilonForDelta(ans.budget_delta);
-    if (!b.ok() || b->guarantee == core::Guarantee::kEstimate ||
-        !(b->upper <= ans.budget_epsilon)) {
-      return std::nullopt;
-    }
-    return *b;
-  };
-  int64_t lo = 0, hi = 1;
-  std::optional<core::EpsilonBound> best;
-  while (hi <= core::kMaxEventCount) {
-    std::optional<core::EpsilonBound> b = probe(hi);
-    if (!hard_error.ok()) return hard_error;
-    if (!b) break;
-    lo = hi;
-    best = b;
-    hi *= 2;
+  absl::StatusOr<RemainingAnswer> ans =
+      policy->Remaining(mechanism, QueryCap(options_.query_max_seconds, max_seconds));
+  if (!ans.ok()) {
+    return absl::Status(ans.status().code(), absl::StrFormat("job '%s': %s", job_id,
+                                                             std::string(ans.status().message())));
   }
-  if (hi > core::kMaxEventCount) hi = core::kMaxEventCount + 1;
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    std::optional<core::EpsilonBound> b = probe(mid);
-    if (b) {
-      lo = mid;
-      best = b;
-    } else {
-      hi = mid;
-    }
-  }
-  ans.max_additional_steps = lo;
-  if (best) ans.spent_at_max = *best;
   if (absl::Status s = WaitTail(tail); !s.ok()) return s;
   return ans;
 }

@@ -167,10 +167,16 @@ TEST_F(LedgerServiceTest, AdmitsUntilTheBudgetAndChargesTheCertifiedUpperBound) 
   EXPECT_EQ(job->last_seq, 7);
   EXPECT_NEAR(job->spent.upper, kEps7, kEps7 * kRelTol);
   EXPECT_FALSE(memory_.GetUpdate({"default", "job"}, 8)->has_value());
-  // A much noisier step still fits and takes seq 8.
-  absl::StatusOr<Ack> small = Append(Upd(8, 1000));
-  ASSERT_THAT(small, IsOk());
-  EXPECT_TRUE(small->admitted);
+  // Issue 10: a much noisier step would fit the budget, but the job declared no plan, so its
+  // implicit plan repeats sigma 10: the other mechanism is refused by the plan, naming how
+  // to declare one, and changes nothing either.
+  absl::StatusOr<Ack> other = Append(Upd(8, 1000));
+  ASSERT_THAT(other, IsOk());
+  EXPECT_FALSE(other->admitted);
+  EXPECT_EQ(other->refusal_kind, RefusalKind::kPlan);
+  EXPECT_THAT(other->refusal_reason, HasSubstr("plan position 8"));
+  EXPECT_THAT(other->refusal_reason, HasSubstr("--schedule adaptive"));
+  EXPECT_FALSE(memory_.GetUpdate({"default", "job"}, 8)->has_value());
 }
 
 TEST_F(LedgerServiceTest, RetriesReturnTheOriginalAckAndChargeNothing) {

@@ -32,6 +32,30 @@ absl::StatusOr<std::vector<core::MechanismEvent>> ParseCanonicalSteps(std::strin
   return out;
 }
 
+absl::StatusOr<std::vector<core::MechanismEvent>> DecodeStoredSteps(const UpdateRow& row) {
+  absl::StatusOr<std::vector<core::MechanismEvent>> steps = ParseCanonicalSteps(row.steps);
+  if (!steps.ok()) {
+    return absl::DataLossError(
+        absl::StrFormat("ledger of job '%s' is damaged at seq %d: stored steps unreadable: %s",
+                        JobKeyString(row.key), row.seq, std::string(steps.status().message())));
+  }
+  return steps;
+}
+
+std::string_view ScheduleName(Schedule s) {
+  return s == Schedule::kAdaptive ? "adaptive" : "declared";
+}
+
+std::string_view AdmissionKindName(AdmissionKind k) {
+  switch (k) {
+    case AdmissionKind::kNatural: return "natural";
+    case AdmissionKind::kGdp: return "gdp";
+    case AdmissionKind::kRenyi: return "renyi";
+    case AdmissionKind::kEvr: return "evr";
+  }
+  return "unknown";
+}
+
 std::string Sha256Hex(std::string_view bytes) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);

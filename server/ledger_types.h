@@ -22,6 +22,21 @@ enum class EvrState {
   kStopped = 2,    // a verification did not accept: no more steps are admitted
 };
 
+// How a job's mechanisms are chosen (issue 10; README "Adaptive or declared?").
+enum class Schedule {
+  kDeclared = 1,  // fixed in advance: an explicit plan, or the first admitted mechanism repeated
+  kAdaptive = 2,  // chosen at run time from earlier outputs
+};
+// The privacy filter that admits a job's steps (server/admission_policy.h).
+enum class AdmissionKind {
+  kNatural = 1,  // the admitting accountant over the realised (declared) ledger
+  kGdp = 2,      // Gaussian-DP filter (adaptive)
+  kRenyi = 3,    // Renyi filter at one fixed order (adaptive)
+  kEvr = 4,      // EVR-verified natural filter (declared)
+};
+std::string_view ScheduleName(Schedule s);         // "declared", "adaptive"
+std::string_view AdmissionKindName(AdmissionKind k);  // "natural", "gdp", "renyi", "evr"
+
 // The identity of a job: job ids are unique per tenant.
 struct JobKey {
   std::string tenant;
@@ -45,6 +60,12 @@ struct JobRow {
   int64_t close_time_ms = 0;   // 0 while open
   EvrState evr_state = EvrState::kIdle;  // "evr" jobs only
   std::string evr_note;        // why admission stopped (kStopped), else empty
+  Schedule schedule = Schedule::kDeclared;
+  AdmissionKind admission = AdmissionKind::kNatural;
+  // Declared jobs: the plan as canonical steps (CanonicalSteps); empty = the implicit plan
+  // "the first admitted mechanism, repeated".
+  std::string plan;
+  double rdp_order = 0;        // kRenyi: the filter's fixed order alpha
 };
 
 // One admitted ledger update and the ack it was answered with.
@@ -61,6 +82,10 @@ struct UpdateRow {
 // equal (Mechanism::ToSpec prints %.17g, which round-trips). Parsed back by ParseCanonicalSteps.
 std::string CanonicalSteps(const std::vector<core::MechanismEvent>& steps);
 absl::StatusOr<std::vector<core::MechanismEvent>> ParseCanonicalSteps(std::string_view text);
+
+// The steps of a stored update: the one decoder of what the store returns. DATA_LOSS naming
+// the job and seq when they do not parse.
+absl::StatusOr<std::vector<core::MechanismEvent>> DecodeStoredSteps(const UpdateRow& row);
 
 // A recorded release (EVR gate passed).
 struct ReleaseRow {

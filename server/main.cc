@@ -1,10 +1,12 @@
 // dpledgerd: the privacy-budget ledger service (issue 4).
 //
 //   dpledgerd --listen 127.0.0.1:50051 --data-dir var --metrics-listen 127.0.0.1:9464 --insecure
+//   dpledgerd --store postgres --postgres-url postgresql://dpledger@127.0.0.1/dpledger --insecure
 //
 // Every flag can also come from the environment as DPLEDGER_<FLAG> (upper case, '-' -> '_'),
 // e.g. DPLEDGER_DATA_DIR=/srv/dpledger; a command-line flag wins over the environment.
 // SIGTERM / SIGINT: graceful shutdown (drain RPCs and streams, commit, close the store).
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <pthread.h>
@@ -16,6 +18,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "core/registry/accountant_option_names.h"
 #include "server/server.h"
@@ -24,7 +27,16 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "gRPC address host:port (port 0: any free)");
 ABSL_FLAG(std::string, data_dir, "var", "directory of the SQLite store (ledger.db)");
-ABSL_FLAG(std::string, store, "sqlite", "store backend: sqlite or memory (nothing persists)");
+ABSL_FLAG(std::string, store, "sqlite",
+          "store backend: sqlite (embedded, one replica), postgres (shared by several "
+          "replicas) or memory (nothing persists)");
+ABSL_FLAG(std::string, postgres_url, "",
+          "libpq connection URI of the postgres store, e.g. "
+          "postgresql://dpledger@127.0.0.1:5432/dpledger (a password belongs in ~/.pgpass or "
+          "PGPASSWORD, or in DPLEDGER_POSTGRES_URL from a Secret)");
+ABSL_FLAG(int, postgres_pool_size, 8, "connections to PostgreSQL at most");
+ABSL_FLAG(int, store_ping_interval_ms, 1000,
+          "how often the store is pinged; health is NOT_SERVING while it is unreachable");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "Prometheus /metrics address host:port; empty: disabled");
 ABSL_FLAG(bool, insecure, false, "plaintext and no authentication (local use only)");
@@ -64,6 +76,9 @@ ABSL_FLAG(double, evr_admission_max_seconds, 60,
           "predicted sampling-time cap of one evr admission (beyond: refused)");
 ABSL_FLAG(double, query_mc_max_seconds, 30,
           "time cap on the MC accountant's sample growth per Spent query (0: none)");
+ABSL_FLAG(double, query_max_seconds, 30,
+          "time cap on one Spent or Remaining query of any other accountant (0: none); a "
+          "caller's deadline caps it further");
 ABSL_FLAG(int, edgeworth_order, 2,
           "Edgeworth accountant: order of its estimate, 0-3 (0: CLT with exact moments)");
 ABSL_FLAG(std::string, edgeworth_mode, "clamped",
@@ -78,14 +93,16 @@ ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
 namespace {
 
 constexpr const char* kFlagNames[] = {
-    "listen", "data_dir", "store", "metrics_listen", "insecure", "tls_cert", "tls_key",
+    "listen", "data_dir", "store", "postgres_url", "postgres_pool_size",
+    "store_ping_interval_ms", "metrics_listen", "insecure", "tls_cert", "tls_key",
     "token_file", "max_message_bytes", "shutdown_grace_ms", "full_integrity_check",
     "check_ledger", "default_accountant", "max_jobs_per_tenant", "max_updates_per_request",
     "max_steps_per_update", "max_cached_jobs", "max_cached_bytes", "max_pool_bytes", "max_admission_group", "max_payload_bytes",
     "group_commit_max_batches", "group_commit_delay_us", "max_stream_inflight",
     "max_job_series", "release_use_mc", "release_mc_max_seconds", "evr_admission_tau",
     "evr_admission_max_samples", "evr_admission_max_seconds", "query_mc_max_seconds",
-    "edgeworth_order", "edgeworth_mode", "spa_estimator", "pld_precision", "log_level"};
+    "query_max_seconds", "edgeworth_order", "edgeworth_mode", "spa_estimator", "pld_precision",
+    "log_level"};
 
 // DPLEDGER_<FLAG> from the environment, applied before the command line is parsed so the
 // command line wins.
@@ -126,6 +143,38 @@ std::vector<std::string> NormalizeFlagNames(int argc, char** argv) {
   return out;
 }
 
+// --help: every flag of this file with its default and environment variable (Abseil's own
+// --help lists only flags defined in a file named like the program: none here).
+bool PrintHelpIfAsked(int argc, char** argv) {
+  bool asked = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    asked |= a == "--help" || a == "-help" || a == "-h";
+  }
+  if (!asked) return false;
+  std::vector<const absl::CommandLineFlag*> flags;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (absl::EndsWith(flag->Filename(), "server/main.cc")) flags.push_back(flag);
+  }
+  std::sort(flags.begin(), flags.end(), [](auto* a, auto* b) { return a->Name() < b->Name(); });
+  std::printf("usage: %s\n\nFlags (a command-line flag wins over its environment variable):\n",
+              std::string(absl::ProgramUsageMessage()).c_str());
+  for (const absl::CommandLineFlag* flag : flags) {
+    const std::string name(flag->Name());
+    std::string dashed = name;
+    std::replace(dashed.begin(), dashed.end(), '_', '-');
+    const bool has_env = std::find_if(std::begin(kFlagNames), std::end(kFlagNames), [&](auto* n) {
+                           return name == n;
+                         }) != std::end(kFlagNames);
+    const std::string def = flag->DefaultValue().empty() ? "\"\"" : flag->DefaultValue();
+    std::printf("  --%s  (default %s; %s)\n      %s\n", dashed.c_str(), def.c_str(),
+                has_env ? ("env DPLEDGER_" + absl::AsciiStrToUpper(name)).c_str()
+                        : "no environment variable",
+                flag->Help().c_str());
+  }
+  return true;
+}
+
 // INVALID_ARGUMENT naming the flag for an accountant setting out of its range (Server::Start
 // checks the options again, for callers that build them without flags).
 absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
@@ -133,6 +182,9 @@ absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
   o.listen = absl::GetFlag(FLAGS_listen);
   o.data_dir = absl::GetFlag(FLAGS_data_dir);
   o.store = absl::GetFlag(FLAGS_store);
+  o.postgres_url = absl::GetFlag(FLAGS_postgres_url);
+  o.postgres_pool_size = absl::GetFlag(FLAGS_postgres_pool_size);
+  o.store_ping_interval_ms = absl::GetFlag(FLAGS_store_ping_interval_ms);
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.insecure = absl::GetFlag(FLAGS_insecure);
   o.tls_cert = absl::GetFlag(FLAGS_tls_cert);
@@ -160,6 +212,11 @@ absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
   o.ledger.evr_admission.max_seconds = absl::GetFlag(FLAGS_evr_admission_max_seconds);
   // Bounds how long an MC Spent query runs, and with it how long shutdown waits.
   o.ledger.accountant_options.mc.max_seconds = absl::GetFlag(FLAGS_query_mc_max_seconds);
+  o.ledger.query_max_seconds = absl::GetFlag(FLAGS_query_max_seconds);
+  if (!(o.ledger.query_max_seconds >= 0)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--query_max_seconds must be >= 0, got %g", o.ledger.query_max_seconds));
+  }
   const int order = absl::GetFlag(FLAGS_edgeworth_order);
   if (order < 0 || order > dpledger::core::kMaxEdgeworthOrder) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -190,6 +247,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "dpledgerd --listen HOST:PORT --data-dir DIR --metrics-listen HOST:PORT "
       "(--insecure | --tls-cert F --tls-key F --token-file F); env DPLEDGER_<FLAG> also works");
+  if (PrintHelpIfAsked(argc, argv)) return 0;
   if (!ApplyEnvironment()) return 2;
   std::vector<std::string> args = NormalizeFlagNames(argc, argv);
   std::vector<char*> arg_ptrs;

@@ -15,6 +15,7 @@
 #include "core/registry/accountant_registry.h"
 #include "server/ledger_check.h"
 #include "server/memory_store.h"
+#include "server/postgres_store.h"
 #include "server/sqlite_store.h"
 #include "spdlog/spdlog.h"
 
@@ -29,6 +30,78 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path, std::strin
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+absl::Status Server::OpenStore() {
+  const ServerOptions& options = options_;
+  if (options.store == "sqlite") {
+    std::error_code ec;
+    std::filesystem::create_directories(options.data_dir, ec);
+    if (ec) {
+      return absl::UnavailableError(absl::StrFormat("data_dir '%s' cannot be created: %s",
+                                                    options.data_dir, ec.message()));
+    }
+    SqliteStoreOptions so;
+    so.path = (std::filesystem::path(options.data_dir) / "ledger.db").string();
+    so.full_check = options.full_integrity_check;
+    absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(so);
+    if (!store.ok()) return store.status();
+    spdlog::info("store=sqlite path={} schema_version={}", so.path, (*store)->schema_version());
+    store_ = std::move(*store);
+  } else if (options.store == "postgres") {
+    if (options.postgres_url.empty()) {
+      return absl::InvalidArgumentError(
+          "postgres_url is required with store=postgres (--postgres-url or "
+          "DPLEDGER_POSTGRES_URL)");
+    }
+    PostgresStoreOptions po;
+    po.url = options.postgres_url;
+    po.pool_size = options.postgres_pool_size;
+    absl::StatusOr<std::unique_ptr<PostgresStore>> store = PostgresStore::Open(po);
+    if (!store.ok()) return store.status();
+    // The URL is not logged: it may hold a password.
+    spdlog::info("store=postgres schema_version={} pool_size={}", (*store)->schema_version(),
+                 po.pool_size);
+    store_ = std::move(*store);
+  } else if (options.store == "memory") {
+    store_ = std::make_unique<MemoryStore>();
+    spdlog::warn("store=memory: nothing survives a restart");
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("store must be sqlite, postgres or memory, got '%s'", options.store));
+  }
+  return absl::OkStatus();
+}
+
+void Server::WatchStore() {
+  grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService();
+  if (health == nullptr) return;
+  bool serving = true;
+  std::unique_lock<std::mutex> lock(watch_mu_);
+  while (!watch_cv_.wait_for(lock, std::chrono::milliseconds(options_.store_ping_interval_ms),
+                             [&] { return stop_watching_; })) {
+    lock.unlock();
+    const absl::Status ping = store_->Ping();
+    lock.lock();
+    if (stop_watching_ || ping.ok() == serving) continue;
+    serving = ping.ok();
+    health->SetServingStatus(serving);
+    health->SetServingStatus("dpledger.v1.Ledger", serving);
+    if (serving) {
+      spdlog::info("store reachable again: health SERVING");
+    } else {
+      spdlog::warn("store unreachable: health NOT_SERVING ({})", std::string(ping.message()));
+    }
+  }
+}
+
+void Server::StopWatchingStore() {
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    stop_watching_ = true;
+  }
+  watch_cv_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
 }
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
@@ -65,6 +138,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   if (options.ledger.max_cached_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "max_cached_bytes must be >= 0, got %d", options.ledger.max_cached_bytes));
+  }
+  if (options.store_ping_interval_ms <= 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "store_ping_interval_ms must be > 0, got %d", options.store_ping_interval_ms));
   }
   if (options.ledger.max_pool_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -105,27 +182,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
 
   // Store: integrity, migrations, ledger consistency.
-  if (options.store == "sqlite") {
-    std::error_code ec;
-    std::filesystem::create_directories(options.data_dir, ec);
-    if (ec) {
-      return absl::UnavailableError(absl::StrFormat("data_dir '%s' cannot be created: %s",
-                                                    options.data_dir, ec.message()));
-    }
-    SqliteStoreOptions so;
-    so.path = (std::filesystem::path(options.data_dir) / "ledger.db").string();
-    so.full_check = options.full_integrity_check;
-    absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(so);
-    if (!store.ok()) return store.status();
-    spdlog::info("store=sqlite path={} schema_version={}", so.path, (*store)->schema_version());
-    s->store_ = std::move(*store);
-  } else if (options.store == "memory") {
-    s->store_ = std::make_unique<MemoryStore>();
-    spdlog::warn("store=memory: nothing survives a restart");
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("store must be sqlite or memory, got '%s'", options.store));
-  }
+  if (absl::Status st = s->OpenStore(); !st.ok()) return st;
   if (options.check_ledger) {
     LedgerCheckStats stats;
     if (absl::Status c = CheckLedgerConsistency(*s->store_, &stats); !c.ok()) return c;
@@ -153,6 +210,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     health->SetServingStatus(true);
     health->SetServingStatus("dpledger.v1.Ledger", true);
   }
+  s->watcher_ = std::thread([srv = s.get()] { srv->WatchStore(); });
 
   if (!options.metrics_listen.empty()) {
     // prometheus-cpp (civetweb) reports a bind failure by throwing.
@@ -178,6 +236,7 @@ void Server::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   spdlog::info("shutting down: draining RPCs (grace {} ms)", options_.shutdown_grace_ms);
+  StopWatchingStore();
   if (grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService()) {
     health->Shutdown();  // NOT_SERVING to health checkers while we drain
   }
@@ -193,6 +252,7 @@ void Server::Wait() {
 }
 
 Server::~Server() {
+  StopWatchingStore();
   if (grpc_server_) Shutdown();
   ledger_.reset();
   store_.reset();  // SQLite checkpoints and closes

@@ -6,8 +6,11 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "server/grpc_service.h"
@@ -27,7 +30,11 @@ namespace dpledger::server {
 struct ServerOptions {
   std::string listen = "127.0.0.1:50051";     // host:port; port 0 picks a free one
   std::string data_dir = "var";               // SQLite store: <data_dir>/ledger.db
-  std::string store = "sqlite";               // "sqlite" or "memory" (throwaway)
+  std::string store = "sqlite";               // "sqlite", "postgres" or "memory" (throwaway)
+  std::string postgres_url;                   // libpq URI; required with store "postgres"
+  int postgres_pool_size = 8;                 // connections to PostgreSQL at most
+  int store_ping_interval_ms = 1000;          // readiness: health NOT_SERVING while the
+                                              // store's Ping fails (database unreachable)
   std::string metrics_listen;                 // host:port of /metrics; empty: none
   bool insecure = false;                      // plaintext; no authentication unless token_file
   std::string tls_cert;                       // PEM files; required unless insecure
@@ -60,6 +67,11 @@ class Server {
 
  private:
   Server() = default;
+  absl::Status OpenStore();
+  // Pings the store every store_ping_interval_ms and sets the health status to match.
+  void WatchStore();
+  void StopWatchingStore();
+
   ServerOptions options_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Store> store_;
@@ -71,6 +83,10 @@ class Server {
   int port_ = 0;
   std::mutex shutdown_mu_;
   bool shut_down_ = false;
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool stop_watching_ = false;
+  std::thread watcher_;
 };
 
 // Reads a whole file (TLS PEMs); INVALID_ARGUMENT naming `field` when it cannot be read.

@@ -3,15 +3,105 @@
 #include <array>
 #include <string_view>
 
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "server/ledger_types.h"
+#include "server/renyi_order.h"
 #include "server/sqlite_util.h"
 
 namespace dpledger::server::sqlite {
 namespace {
 
+// The order stored for a legacy mixed job whose budget leaves no Renyi budget at any order
+// (it admits nothing more either way).
+constexpr double kMaxRdpOrderForNone = 2;
+
+// Migration 4's data step (issue 10: declared vs adaptive schedules). Jobs created before
+// schedules existed were admitted by the natural filter, which is sound only for mechanisms
+// fixed in advance. A job whose ledger repeats one mechanism is consistent with that: it
+// becomes `declared` with the implicit plan (its ledger is a prefix of "the first mechanism,
+// repeated"), and keeps its accountant. A job whose ledger mixes mechanisms may have chosen
+// them from outputs, so it becomes `adaptive` under the Renyi filter at an order chosen from
+// its budget alone: if its past fits that filter's budget, the whole run is one the filter
+// could have admitted and its guarantee covers it; if not, it admits nothing more. An `evr`
+// job with a mixed ledger cannot turn adaptive (evr needs a declared schedule): its
+// admission stops, as after a rejected verification.
+absl::Status ClassifyLegacySchedules(sqlite3* db) {
+  struct Legacy {
+    std::string tenant, job_id, accountant;
+    double epsilon, delta;
+  };
+  std::vector<Legacy> jobs;
+  {
+    Stmt q(db, "SELECT tenant, job_id, accountant, budget_epsilon, budget_delta FROM jobs "
+               "WHERE schedule = 0");
+    if (!q.status().ok()) return q.status();
+    int rc;
+    while ((rc = q.Step()) == SQLITE_ROW) {
+      jobs.push_back({q.Text(0), q.Text(1), q.Text(2), q.Real(3), q.Real(4)});
+    }
+    if (rc != SQLITE_DONE) return Error(db, rc, "read legacy jobs");
+  }
+  for (const Legacy& j : jobs) {
+    std::optional<core::Mechanism> first;
+    bool mixed = false;
+    Stmt u(db, "SELECT seq, steps FROM updates WHERE tenant = ? AND job_id = ? ORDER BY seq");
+    if (!u.status().ok()) return u.status();
+    u.Bind(1, j.tenant).Bind(2, j.job_id);
+    int rc = SQLITE_ROW;
+    while (!mixed && (rc = u.Step()) == SQLITE_ROW) {
+      absl::StatusOr<std::vector<core::MechanismEvent>> steps = ParseCanonicalSteps(u.Text(1));
+      if (!steps.ok()) {
+        return absl::DataLossError(absl::StrFormat(
+            "job '%s/%s' seq %d: stored steps unreadable: %s", j.tenant, j.job_id, u.Int(0),
+            std::string(steps.status().message())));
+      }
+      for (const core::MechanismEvent& e : *steps) {
+        if (!first) first = e.mechanism;
+        mixed |= !(e.mechanism == *first);
+      }
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error(db, rc, "read legacy ledger");
+    Stmt w(db, "UPDATE jobs SET schedule = ?, admission = ?, accountant = ?, rdp_order = ?, "
+               "evr_state = CASE WHEN ? THEN 2 ELSE evr_state END, "
+               "evr_note = CASE WHEN ? THEN ? ELSE evr_note END "
+               "WHERE tenant = ? AND job_id = ?");
+    const bool evr = j.accountant == "evr";
+    Schedule schedule = Schedule::kDeclared;
+    AdmissionKind admission = evr ? AdmissionKind::kEvr : AdmissionKind::kNatural;
+    std::string accountant = j.accountant;
+    double order = 0;
+    if (mixed && !evr) {
+      schedule = Schedule::kAdaptive;
+      admission = AdmissionKind::kRenyi;
+      accountant = "renyi";
+      // A budget too small for every order keeps the job but admits nothing more.
+      order = ChooseRenyiOrder(j.epsilon, j.delta, std::nullopt).value_or(kMaxRdpOrderForNone);
+    }
+    const int stop = mixed && evr ? 1 : 0;
+    w.Bind(1, static_cast<int>(schedule)).Bind(2, static_cast<int>(admission))
+        .Bind(3, accountant).Bind(4, order).Bind(5, stop).Bind(6, stop)
+        .Bind(7, std::string_view("schema migration 4: the ledger mixes mechanisms, so its "
+                                  "schedule was not declared in advance, which evr admission "
+                                  "needs"))
+        .Bind(8, j.tenant).Bind(9, j.job_id);
+    if (absl::Status s = w.Run("classify legacy job"); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+struct Migration {
+  std::string_view sql;
+  absl::Status (*then)(sqlite3*) = nullptr;  // a data step in the same transaction
+};
+
 // Never edit a shipped migration: add a new one.
-constexpr std::array<std::string_view, 3> kMigrations = {
+constexpr std::array<Migration, 4> kMigrations = {{
     // 1: the ledger.
-    R"sql(
+    {R"sql(
 CREATE TABLE schema_version (version INTEGER NOT NULL);
 INSERT INTO schema_version (version) VALUES (0);
 CREATE TABLE jobs (
@@ -70,19 +160,28 @@ CREATE TABLE releases (
   create_time_ms INTEGER NOT NULL
 );
 CREATE UNIQUE INDEX releases_by_request ON releases (tenant, request_id) WHERE request_id != '';
-)sql",
+)sql"},
     // 2: releases listed per job; a meta table for the store's identity.
-    R"sql(
+    {R"sql(
 CREATE INDEX releases_by_job ON releases (tenant, job_id, create_time_ms);
 CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
 INSERT INTO meta (key, value) VALUES ('created_by', 'dpledgerd');
-)sql",
+)sql"},
     // 3: "evr" jobs' admission state (ledger_types.h EvrState).
-    R"sql(
+    {R"sql(
 ALTER TABLE jobs ADD COLUMN evr_state INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN evr_note TEXT NOT NULL DEFAULT '';
+)sql"},
+    // 4: schedules and admission policies (ledger_types.h Schedule, AdmissionKind); 0 marks
+    // a job from before them, classified by ClassifyLegacySchedules.
+    {R"sql(
+ALTER TABLE jobs ADD COLUMN schedule INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN admission INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN plan TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN rdp_order REAL NOT NULL DEFAULT 0;
 )sql",
-};
+     ClassifyLegacySchedules},
+}};
 
 }  // namespace
 
@@ -115,7 +214,8 @@ absl::StatusOr<int> Migrate(sqlite3* db, int target_version) {
   }
   for (int v = *version + 1; v <= target_version; ++v) {
     if (absl::Status s = Exec(db, "BEGIN IMMEDIATE"); !s.ok()) return s;
-    absl::Status s = Exec(db, kMigrations[v - 1]);
+    absl::Status s = Exec(db, kMigrations[v - 1].sql);
+    if (s.ok() && kMigrations[v - 1].then) s = kMigrations[v - 1].then(db);
     if (s.ok()) s = Exec(db, absl::StrFormat("UPDATE schema_version SET version = %d", v));
     if (s.ok()) s = Exec(db, "COMMIT");
     if (!s.ok()) {

@@ -61,11 +61,16 @@ JobRow ReadJob(const Stmt& q) {
   j.close_time_ms = q.Int(10);
   j.evr_state = static_cast<EvrState>(q.Int(11));
   j.evr_note = q.Text(12);
+  j.schedule = static_cast<Schedule>(q.Int(13));
+  j.admission = static_cast<AdmissionKind>(q.Int(14));
+  j.plan = q.Text(15);
+  j.rdp_order = q.Real(16);
   return j;
 }
 constexpr std::string_view kJobColumns =
     "tenant, job_id, budget_epsilon, budget_delta, neighbouring, accountant, mc_seed, "
-    "mc_num_samples, state, create_time_ms, close_time_ms, evr_state, evr_note";
+    "mc_num_samples, state, create_time_ms, close_time_ms, evr_state, evr_note, schedule, "
+    "admission, plan, rdp_order";
 
 UpdateRow ReadUpdate(const Stmt& q) {
   UpdateRow u;
@@ -207,12 +212,14 @@ absl::Status SqliteStore::Apply(std::span<const WriteBatch* const> batches) {
 absl::Status SqliteStore::ApplyOne(const WriteBatch& batch) {
   for (const JobRow& j : batch.new_jobs) {
     Stmt q(write_db_,
-           Sql("INSERT INTO jobs (", kJobColumns, ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+           Sql("INSERT INTO jobs (", kJobColumns, ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
     q.Bind(1, j.key.tenant).Bind(2, j.key.job_id).Bind(3, j.budget_epsilon)
         .Bind(4, j.budget_delta).Bind(5, static_cast<int>(j.neighbouring)).Bind(6, j.accountant)
         .Bind(7, j.mc_seed).Bind(8, j.mc_num_samples).Bind(9, static_cast<int>(j.state))
         .Bind(10, j.create_time_ms).Bind(11, j.close_time_ms)
-        .Bind(12, static_cast<int>(j.evr_state)).Bind(13, j.evr_note);
+        .Bind(12, static_cast<int>(j.evr_state)).Bind(13, j.evr_note)
+        .Bind(14, static_cast<int>(j.schedule)).Bind(15, static_cast<int>(j.admission))
+        .Bind(16, j.plan).Bind(17, j.rdp_order);
     if (absl::Status s = q.Run("insert job"); !s.ok()) {
       if (s.code() == absl::StatusCode::kAlreadyExists) {
         return absl::AlreadyExistsError(

@@ -30,7 +30,7 @@ struct SqliteStoreOptions {
 };
 
 // The newest schema version this binary writes.
-inline constexpr int kSqliteSchemaVersion = 3;
+inline constexpr int kSqliteSchemaVersion = 4;
 
 class SqliteStore final : public Store {
  public:

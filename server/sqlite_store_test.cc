@@ -1,4 +1,5 @@
 // SQLite-specific behaviour: durability settings, persistence, migrations, corruption.
+#include "server/renyi_order.h"
 #include "server/sqlite_store.h"
 
 #include <sqlite3.h>
@@ -88,7 +89,7 @@ TEST(SqliteStore, MigratesAVersionTwoJobToIdleEvrState) {
   sqlite3_close(db);
   absl::StatusOr<std::unique_ptr<SqliteStore>> s = SqliteStore::Open({.path = dir.file("l.db")});
   ASSERT_THAT(s, IsOk());
-  EXPECT_EQ((*s)->schema_version(), 3);
+  EXPECT_EQ((*s)->schema_version(), kSqliteSchemaVersion);
   absl::StatusOr<std::optional<JobRow>> j = (*s)->GetJob({"t", "old"});
   ASSERT_THAT(j, IsOk());
   ASSERT_TRUE(j->has_value());
@@ -120,6 +121,50 @@ TEST(SqliteStore, GarbageFileIsDataLoss) {
   std::ofstream(dir.file("l.db")) << std::string(8192, 'x');
   EXPECT_THAT(SqliteStore::Open({.path = dir.file("l.db")}),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("sqlite")));
+}
+
+// Issue 10: version 4 gives every job a schedule. A version-3 job whose ledger repeats one
+// mechanism becomes declared (implicit plan) and keeps its accountant; one that mixes
+// mechanisms becomes adaptive under the Renyi filter at the order its budget alone chooses;
+// an evr job with a mixed ledger stops admitting (evr needs a declared schedule).
+TEST(SqliteStore, MigratesVersionThreeJobsToDeclaredOrAdaptiveSchedules) {
+  testing::TempDir dir;
+  ASSERT_THAT(CreateSqliteSchemaForTest(dir.file("l.db"), 3), IsOk());
+  sqlite3* db = nullptr;
+  sqlite3_open(dir.file("l.db").c_str(), &db);
+  const char* sql = R"sql(
+INSERT INTO jobs VALUES ('t', 'same', 1.0, 1e-6, 1, 'pld', 0, 0, 1, 5, 0, 0, '');
+INSERT INTO jobs VALUES ('t', 'mixed', 2.0, 1e-6, 1, 'pld', 0, 0, 1, 5, 0, 0, '');
+INSERT INTO jobs VALUES ('t', 'evrmixed', 2.0, 1e-2, 1, 'evr', 0, 0, 1, 5, 0, 0, '');
+INSERT INTO jobs VALUES ('t', 'empty', 1.0, 1e-6, 1, 'rdp', 0, 0, 1, 5, 0, 0, '');
+INSERT INTO updates VALUES ('t', 'same', 1, 'gaussian:sigma=10,count=2', 0, 0, 0.1, 0, 0, 2, 5);
+INSERT INTO updates VALUES ('t', 'same', 2, 'gaussian:sigma=10,count=1', 0, 0, 0.2, 0, 0, 3, 6);
+INSERT INTO updates VALUES ('t', 'mixed', 1, 'gaussian:sigma=10,count=1', 0, 0, 0.1, 0, 0, 1, 5);
+INSERT INTO updates VALUES ('t', 'mixed', 2, 'laplace:scale=20,count=1', 0, 0, 0.2, 0, 0, 2, 6);
+INSERT INTO updates VALUES ('t', 'evrmixed', 1, 'gaussian:sigma=10,count=1;gaussian:sigma=9,count=1', 0, 0, 2, 2, 0, 2, 5);
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  absl::StatusOr<std::unique_ptr<SqliteStore>> s = SqliteStore::Open({.path = dir.file("l.db")});
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ((*s)->schema_version(), 4);
+  auto job = [&](const char* id) { return **(*s)->GetJob({"t", id}); };
+  EXPECT_EQ(job("same").schedule, Schedule::kDeclared);
+  EXPECT_EQ(job("same").admission, AdmissionKind::kNatural);
+  EXPECT_EQ(job("same").accountant, "pld");
+  EXPECT_EQ(job("same").plan, "");
+  EXPECT_EQ(job("empty").schedule, Schedule::kDeclared);
+  EXPECT_EQ(job("empty").accountant, "rdp");
+  EXPECT_EQ(job("mixed").schedule, Schedule::kAdaptive);
+  EXPECT_EQ(job("mixed").admission, AdmissionKind::kRenyi);
+  EXPECT_EQ(job("mixed").accountant, "renyi");
+  absl::StatusOr<double> order = ChooseRenyiOrder(2.0, 1e-6, std::nullopt);
+  ASSERT_THAT(order, IsOk());
+  EXPECT_EQ(job("mixed").rdp_order, *order);
+  EXPECT_EQ(job("evrmixed").schedule, Schedule::kDeclared);
+  EXPECT_EQ(job("evrmixed").admission, AdmissionKind::kEvr);
+  EXPECT_EQ(job("evrmixed").evr_state, EvrState::kStopped);
+  EXPECT_THAT(job("evrmixed").evr_note, ::testing::HasSubstr("mixes mechanisms"));
 }
 
 TEST(SqliteStore, DamagedPagesAreDataLoss) {

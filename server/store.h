@@ -1,6 +1,6 @@
 // The ledger store interface (issue 4 "Durability and state"). Backends: SQLite
-// (sqlite_store.h, the embedded default) and memory (memory_store.h, tests); PostgreSQL can
-// follow behind the same interface. store_test.cc runs one suite against every backend.
+// (sqlite_store.h, the embedded default), PostgreSQL (postgres_store.h, shared by several
+// replicas) and memory (memory_store.h, tests). store_test.cc runs one suite against every backend.
 //
 // Contract
 // * Apply writes a group of batches in ONE atomic transaction and returns OK only once it is
@@ -10,7 +10,9 @@
 //   (FAILED_PRECONDITION otherwise); a release's job must exist.
 // * Reads see every group whose Apply returned OK.
 // * Thread safety: every method may be called from any thread; Apply calls are serialised by
-//   the caller (the group committer) but the backend must tolerate concurrent reads.
+//   the caller (the group committer) but the backend must tolerate concurrent reads. A shared
+//   backend (PostgreSQL) also takes Apply calls from other processes at once and keeps the
+//   row checks above true across them.
 // * I/O problems are UNAVAILABLE; damaged data is DATA_LOSS.
 #pragma once
 
@@ -96,6 +98,10 @@ class Store {
   // Storage-level integrity (SQLite: PRAGMA quick_check or integrity_check). DATA_LOSS
   // with the first problems when damaged.
   virtual absl::Status CheckIntegrity(bool full) = 0;
+
+  // Cheap reachability check for readiness (health NOT_SERVING while it fails): UNAVAILABLE
+  // when the database cannot be reached. Embedded stores are always reachable.
+  virtual absl::Status Ping() { return absl::OkStatus(); }
 };
 
 }  // namespace dpledger::server

@@ -2,12 +2,15 @@
 #include "server/store.h"
 
 #include <functional>
+#include <limits>
 #include <memory>
 
 #include "core/util/test_support.h"
 #include "gtest/gtest.h"
 #include "server/memory_store.h"
+#include "server/postgres_store.h"
 #include "server/sqlite_store.h"
+#include "server/test_postgres.h"
 #include "server/test_util.h"
 
 namespace dpledger::server {
@@ -16,17 +19,24 @@ namespace {
 using ::dpledger::testing::IsOk;
 using ::dpledger::testing::StatusIs;
 using ::testing::HasSubstr;
+using testing::PostgresUnavailableReason;
+using testing::TestPostgres;
 
 struct Backend {
   std::string name;
   std::function<std::unique_ptr<Store>(const std::string& dir)> open;
+  // Why this backend cannot run here ("" when it can): the test is skipped.
+  std::function<std::string()> unavailable = [] { return std::string(); };
 };
 
 void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
 
 class StoreSuite : public ::testing::TestWithParam<Backend> {
  protected:
-  void SetUp() override { store_ = GetParam().open(dir_.path()); }
+  void SetUp() override {
+    if (const std::string why = GetParam().unavailable(); !why.empty()) GTEST_SKIP() << why;
+    store_ = GetParam().open(dir_.path());
+  }
   testing::TempDir dir_;
   std::unique_ptr<Store> store_;
 };
@@ -69,6 +79,26 @@ TEST_P(StoreSuite, JobRoundTripsEveryField) {
   EXPECT_EQ((*got)->state, JobState::kOpen);
   EXPECT_EQ((*got)->create_time_ms, 1700000000000);
   EXPECT_FALSE(store_->GetJob({"t2", "job-a"})->has_value());  // tenants are separate
+
+  // Issue 10: the schedule and admission filter come back exactly (an adaptive job read back
+  // as declared would be admitted by an unsound filter).
+  JobRow a = Job("t1", "job-b");
+  a.schedule = Schedule::kAdaptive;
+  a.admission = AdmissionKind::kRenyi;
+  a.rdp_order = 8.25;
+  JobRow d = Job("t1", "job-c");
+  d.plan = "gaussian:sigma=1,count=3;laplace:scale=2,count=1";
+  WriteBatch b2;
+  b2.new_jobs = {a, d};
+  ASSERT_THAT(store_->Apply(b2), IsOk());
+  const JobRow ga = **store_->GetJob(a.key);
+  EXPECT_EQ(ga.schedule, Schedule::kAdaptive);
+  EXPECT_EQ(ga.admission, AdmissionKind::kRenyi);
+  EXPECT_EQ(ga.rdp_order, 8.25);
+  const JobRow gd = **store_->GetJob(d.key);
+  EXPECT_EQ(gd.schedule, Schedule::kDeclared);
+  EXPECT_EQ(gd.admission, AdmissionKind::kNatural);
+  EXPECT_EQ(gd.plan, d.plan);
 }
 
 // An evr job's admission state changes together with its updates, all or nothing.
@@ -163,6 +193,32 @@ TEST_P(StoreSuite, UpdatesReadBackInSeqOrderWithTheirAcks) {
   EXPECT_FALSE(store_->GetUpdate(j.key, 6)->has_value());
 }
 
+// Stored text and doubles come back unchanged, whatever their characters (PostgreSQL sends
+// updates as array literals, which quote and escape them) and special values.
+TEST_P(StoreSuite, UpdateFieldsRoundTripExactly) {
+  JobRow j = Job("t", "a \"quoted\" \\ {job}, id");
+  WriteBatch b;
+  b.new_jobs.push_back(j);
+  UpdateRow u = Update(j, 1, 1);
+  u.steps = "odd \"text\" with \\ backslash, {braces}, NULL and unicode \u00e9";
+  u.spent = {-0.0, 1.0 / 3.0, std::numeric_limits<double>::infinity(), core::Guarantee::kStatistical,
+             5e-324};
+  b.updates.push_back(u);
+  b.updates.push_back(Update(j, 2, 2));
+  ASSERT_THAT(store_->Apply(b), IsOk());
+  absl::StatusOr<std::optional<UpdateRow>> got = store_->GetUpdate(j.key, 1);
+  ASSERT_THAT(got, IsOk());
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->key, j.key);
+  EXPECT_EQ((*got)->steps, u.steps);
+  EXPECT_EQ((*got)->spent.lower, 0.0);
+  EXPECT_EQ((*got)->spent.estimate, 1.0 / 3.0);
+  EXPECT_EQ((*got)->spent.upper, std::numeric_limits<double>::infinity());
+  EXPECT_EQ((*got)->spent.guarantee, core::Guarantee::kStatistical);
+  EXPECT_EQ((*got)->spent.failure_probability, 5e-324);
+  EXPECT_EQ((*store_->LastUpdate(j.key))->seq, 2);
+}
+
 TEST_P(StoreSuite, JobsListInIdOrderPerTenant) {
   WriteBatch b;
   for (const char* id : {"c", "a", "b"}) b.new_jobs.push_back(Job("t", id));
@@ -228,7 +284,20 @@ INSTANTIATE_TEST_SUITE_P(
                       SqliteStore::Open({.path = dir + "/ledger.db"});
                   DPL_CHECK_OK(s.status());
                   return std::move(*s);
-                }}),
+                }},
+        // One server per test binary, a fresh database per test case.
+        Backend{"postgres",
+                [](const std::string&) -> std::unique_ptr<Store> {
+                  absl::StatusOr<TestPostgres*> pg = TestPostgres::Shared();
+                  DPL_CHECK_OK(pg.status());
+                  absl::StatusOr<std::string> url = (*pg)->CreateDatabase();
+                  DPL_CHECK_OK(url.status());
+                  absl::StatusOr<std::unique_ptr<PostgresStore>> s =
+                      PostgresStore::Open({.url = *url});
+                  DPL_CHECK_OK(s.status());
+                  return std::move(*s);
+                },
+                PostgresUnavailableReason}),
     [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; });
 
 }  // namespace

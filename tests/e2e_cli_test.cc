@@ -43,7 +43,9 @@ void ExpectBound(const Json& b) {
 TEST_F(CliTest, ServiceCommandsPrintTheContractedJson) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   CommandResult create =
-      Cli({"job", "create", "--job", "cli-job", "--epsilon", "3", "--delta", "1e-6"});
+      Cli({"job", "create", "--job", "cli-job", "--epsilon", "3", "--delta", "1e-6", "--plan",
+           "subsampled_gaussian:sigma=1,q=0.01,count=100", "--plan", "gaussian:sigma=20",
+           "--plan", "subsampled_gaussian:sigma=1,q=0.001,count=1000"});
   ASSERT_EQ(create.exit_code, 0) << create.err;
 
   Json job = CliJson({"job", "get", "--job", "cli-job", "--json"});
@@ -53,6 +55,9 @@ TEST_F(CliTest, ServiceCommandsPrintTheContractedJson) {
   EXPECT_EQ(job["budget"]["epsilon"], 3.0);
   EXPECT_EQ(job["budget"]["delta"], 1e-6);
   EXPECT_EQ(job["accountant"], "pld");
+  EXPECT_EQ(job["schedule"], "declared");
+  EXPECT_EQ(job["admission"], "natural");
+  EXPECT_EQ(job["plan"].size(), 3u);
 
   Json step = CliJson({"step", "--job", "cli-job", "--seq", "1", "--step",
                        "subsampled_gaussian:sigma=1,q=0.01,count=100", "--step",
@@ -75,6 +80,7 @@ TEST_F(CliTest, ServiceCommandsPrintTheContractedJson) {
       CliJson({"step", "--job", "cli-job", "--seq", "2", "--step", "gaussian:sigma=0.1", "--json"});
   EXPECT_EQ(refused["admitted"], false);
   EXPECT_EQ(refused["seq"], 2);
+  EXPECT_EQ(refused["refusal_kind"], "plan");  // issue 10: off the declared plan
   ExpectBound(refused["epsilon"]);
   EXPECT_EQ(refused["epsilon"]["upper"], step["epsilon"]["upper"]);  // unchanged
 
@@ -90,7 +96,13 @@ TEST_F(CliTest, ServiceCommandsPrintTheContractedJson) {
   ASSERT_EQ(offline_run.exit_code, 0) << offline_run.err;
   Json offline = Json::parse(offline_run.out);
   std::vector<std::string> spent_keys, offline_keys;
-  for (auto& [k, v] : spent.items()) spent_keys.push_back(k);
+  // ... plus what only a job has (issue 10): what backs its admission, and whether the
+  // answer is another accountant's curve of the realised ledger.
+  EXPECT_EQ(spent["admission_guarantee"], "natural filter over a declared schedule (pld)");
+  EXPECT_EQ(spent["realised_curve"], false);
+  for (auto& [k, v] : spent.items()) {
+    if (k != "admission_guarantee" && k != "realised_curve") spent_keys.push_back(k);
+  }
   for (auto& [k, v] : offline.items()) offline_keys.push_back(k);
   EXPECT_EQ(spent_keys, offline_keys);
   EXPECT_EQ(spent["accountant"], "pld");
@@ -121,7 +133,8 @@ TEST_F(CliTest, ServiceCommandsPrintTheContractedJson) {
   EXPECT_TRUE(spent_spa["diagnostics"].contains("remove_err_sp_over_sp_clt")) << spent_spa;
   EXPECT_EQ(spent_spa["diagnostics"], Json::parse(offline_spa.out)["diagnostics"]);
 
-  Json rem = CliJson({"remaining", "--job", "cli-job", "--step", "gaussian:sigma=20", "--json"});
+  Json rem = CliJson({"remaining", "--job", "cli-job", "--step",
+                      "subsampled_gaussian:sigma=1,q=0.001", "--json"});
   EXPECT_GT(rem["max_additional_steps"].get<int64_t>(), 0);
   ExpectBound(rem["spent"]);
 
@@ -295,4 +308,40 @@ TEST(ServerFlags, BadAccountantFlagsStopStartUpNamingTheFlag) {
 }
 
 }  // namespace
+// Issue 10's exact contracts: `job create --schedule adaptive [--filter] [--rdp-order]`,
+// `--plan`, and `job get --json` naming the schedule and the admission filter; a filter
+// refusal exits 0 with "admitted": false.
+TEST_F(CliTest, JobsDeclareTheirScheduleAndAdmissionFilter) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_EQ(Cli({"job", "create", "--job", "gdp", "--epsilon", "1", "--delta", "1e-5",
+                 "--schedule", "adaptive", "--filter", "gdp"}).exit_code, 0);
+  ASSERT_EQ(Cli({"job", "create", "--job", "ren", "--epsilon", "2", "--delta", "1e-6",
+                 "--schedule", "adaptive", "--rdp-order", "12"}).exit_code, 0);
+  ASSERT_EQ(Cli({"job", "create", "--job", "imp", "--epsilon", "2", "--delta", "1e-6"}).exit_code,
+            0);
+  Json gdp = CliJson({"job", "get", "--job", "gdp", "--json"});
+  EXPECT_EQ(gdp["schedule"], "adaptive");
+  EXPECT_EQ(gdp["admission"], "gdp");
+  Json ren = CliJson({"job", "get", "--job", "ren", "--json"});
+  EXPECT_EQ(ren["schedule"], "adaptive");
+  EXPECT_EQ(ren["admission"], "renyi");
+  EXPECT_EQ(ren["rdp_order"], 12.0);
+  EXPECT_EQ(ren["admission_guarantee"], "renyi filter at order 12");
+  Json imp = CliJson({"job", "get", "--job", "imp", "--json"});
+  EXPECT_EQ(imp["schedule"], "declared");
+  EXPECT_EQ(imp["admission"], "natural");
+  // sigma 2 alone is mu = 0.5; sigma 1 next would reach mu = 1.118 > mu_B(1, 1e-5) = 0.26.
+  Json over = CliJson({"step", "--job", "gdp", "--step", "gaussian:sigma=1", "--json"});
+  EXPECT_EQ(over["admitted"], false);
+  EXPECT_EQ(over["refusal_kind"], "budget");
+  Json ok = CliJson({"step", "--job", "gdp", "--step", "gaussian:sigma=20", "--json"});
+  EXPECT_EQ(ok["admitted"], true);
+  EXPECT_EQ(ok["admission_guarantee"], "gdp filter");
+  // evr verifies the realised ledger: it needs a declared schedule.
+  CommandResult evr = Cli({"job", "create", "--job", "e", "--epsilon", "1", "--delta", "1e-5",
+                           "--schedule", "adaptive", "--accountant", "evr"});
+  EXPECT_NE(evr.exit_code, 0);
+  EXPECT_THAT(evr.err, HasSubstr("declared schedule"));
+}
+
 }  // namespace dpledger::e2e

@@ -39,7 +39,7 @@ TEST_F(ConcurrencyTest, ConcurrentWritersNeverOverspendAndLedgerIsSerial) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   auto setup = NewClient();
   ASSERT_TRUE(
-      setup->CreateJob(JobRequest("shared", kBudgetEpsilon, kBudgetDelta, "analytic")).ok());
+      setup->CreateJob(GdpJobRequest("shared", kBudgetEpsilon, kBudgetDelta)).ok());
 
   std::mutex mu;
   std::vector<Admitted> admitted;  // every non-duplicate admitted ack any client saw
@@ -153,7 +153,7 @@ TEST_F(ConcurrencyTest, ConcurrentJobsOnOneServerStayIndependent) {
     threads.emplace_back([&, j] {
       auto c = NewClient();
       const std::string id = absl::StrFormat("job-%d", j);
-      if (auto s = c->CreateJob(JobRequest(id, 100.0, 1e-6, "analytic")); !s.ok()) {
+      if (auto s = c->CreateJob(GdpJobRequest(id, 100.0, 1e-6)); !s.ok()) {
         results[j] = s.status();
         return;
       }

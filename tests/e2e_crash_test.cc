@@ -31,7 +31,7 @@ TEST_F(CrashTest, KilledServerKeepsEveryAcknowledgedStepExactlyOnce) {
   // Analytic accountant: pure Gaussian composition is exact, so the answer after
   // recovery can also be checked against the closed form.
   auto setup = NewClient();
-  ASSERT_TRUE(setup->CreateJob(JobRequest("crash", 50.0, 1e-6, "analytic")).ok());
+  ASSERT_TRUE(setup->CreateJob(GdpJobRequest("crash", 50.0, 1e-6)).ok());
 
   // The streamer retries through every crash: generous attempts, short backoff.
   auto streamer = NewClient([](client::ClientOptions& o) {
@@ -168,7 +168,7 @@ TEST_F(CrashTest, UnaryRetriesAcrossARestartAreNotChargedTwice) {
     o.retry.max_backoff_ms = 200;
     o.timeout_ms = 5000;
   });
-  ASSERT_TRUE(c->CreateJob(JobRequest("unary", 50.0, 1e-6, "analytic")).ok());
+  ASSERT_TRUE(c->CreateJob(GdpJobRequest("unary", 50.0, 1e-6)).ok());
   // Append from a worker while this thread kills and restarts the server. (The
   // server must be started from a thread that outlives it: the child's
   // PR_SET_PDEATHSIG fires when the forking thread ends.)

@@ -62,6 +62,16 @@ class E2eTest : public ::testing::Test {
     return r;
   }
 
+  // An adaptive job under the Gaussian-DP filter (issue 10): any order of Gaussian sigmas,
+  // admitted by the exact analytic curve.
+  static v1::CreateJobRequest GdpJobRequest(const std::string& job_id, double epsilon,
+                                            double delta) {
+    v1::CreateJobRequest r = JobRequest(job_id, epsilon, delta);
+    r.set_schedule(v1::SCHEDULE_ADAPTIVE);
+    r.set_filter("gdp");
+    return r;
+  }
+
   // Every ledger entry of `job_id`, paging through GetLedger.
   static absl::StatusOr<std::vector<v1::LedgerEntry>> FullLedger(client::Client& c,
                                                                  const std::string& job_id) {

@@ -240,15 +240,20 @@ TEST_F(StreamTest, RetriedSeqReturnsOriginalAckAndChargesNothing) {
 TEST_F(StreamTest, RestartedServerAnswersExactlyAsBefore) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   auto c = NewClient();
-  ASSERT_TRUE(c->CreateJob(JobRequest("restart", 6.0, 1e-7)).ok());
+  // The alternating mechanisms are declared as the job's plan (issue 10), which the restart
+  // must keep too.
+  v1::CreateJobRequest create = JobRequest("restart", 6.0, 1e-7);
   v1::AppendStepsRequest batch;
   batch.set_job_id("restart");
   for (int i = 1; i <= 50; ++i) {
     v1::StepUpdate* u = batch.add_updates();
     u->set_seq(i);
-    u->add_steps()->set_spec(i % 2 ? "subsampled_gaussian:sigma=0.9,q=0.01,count=20"
-                                   : "gaussian:sigma=30,count=2");
+    const char* spec = i % 2 ? "subsampled_gaussian:sigma=0.9,q=0.01,count=20"
+                             : "gaussian:sigma=30,count=2";
+    u->add_steps()->set_spec(spec);
+    create.add_plan()->set_spec(spec);
   }
+  ASSERT_TRUE(c->CreateJob(create).ok());
   auto acks = c->AppendSteps(batch);
   ASSERT_TRUE(acks.ok()) << acks.status();
   ASSERT_EQ(acks->acks_size(), 50);

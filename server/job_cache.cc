@@ -1,0 +1,155 @@
+#include "server/job_cache.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "server/ledger_check.h"
+#include "spdlog/spdlog.h"
+
+namespace dpledger::server {
+
+JobCache::JobCache(Store* store, Committer* committer, Metrics* metrics,
+                   JobCacheOptions options, PolicyOptionsFn policy_options)
+    : store_(store),
+      committer_(committer),
+      metrics_(metrics),
+      options_(options),
+      policy_options_(std::move(policy_options)) {}
+
+void JobCache::MarkStale(const JobKey& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(key);
+  if (it != entries_.end()) it->second->stale = true;
+}
+
+void JobCache::Remember(JobEntry& entry, UpdateRow row) const {
+  entry.recent.push_back(std::move(row));
+  while (static_cast<int>(entry.recent.size()) > options_.recent_window) entry.recent.pop_front();
+}
+
+absl::Status JobCache::Load(JobEntry& entry, const JobKey& key) {
+  absl::StatusOr<std::optional<JobRow>> row = store_->GetJob(key);
+  if (!row.ok()) return row.status();
+  if (!row->has_value()) {
+    return absl::NotFoundError(absl::StrFormat("job '%s' not found", key.job_id));
+  }
+  std::vector<core::MechanismEvent> events;  // merged like an accountant's ledger
+  std::optional<core::EpsilonBound> stored_spent;
+  entry.recent.clear();
+  absl::Status s = ReplayLedger(
+      *store_, key, [&](const UpdateRow& u, std::span<const core::MechanismEvent> steps) {
+        for (const core::MechanismEvent& e : steps) {
+          if (!events.empty() && events.back().mechanism == e.mechanism) {
+            events.back().count += e.count;
+          } else {
+            events.push_back(e);
+          }
+        }
+        stored_spent = u.spent;
+        Remember(entry, u);
+        return absl::OkStatus();
+      });
+  if (!s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<AdmissionPolicy>> policy =
+      CreateAdmissionPolicy(**row, policy_options_(**row), events, stored_spent);
+  if (!policy.ok()) {
+    return absl::Status(policy.status().code(),
+                        absl::StrFormat("job '%s' cannot be rebuilt from its ledger: %s",
+                                        JobKeyString(key),
+                                        std::string(policy.status().message())));
+  }
+  absl::StatusOr<int64_t> releases = store_->CountReleases(key);
+  if (!releases.ok()) return releases.status();
+  if ((*row)->evr_state == EvrState::kVerifying) {
+    spdlog::warn("job={} an EVR admission verification was interrupted; it counts as a "
+                 "rejection and the job admits no more steps", JobKeyString(key));
+  }
+  entry.row = **row;
+  entry.policy = *std::move(policy);
+  entry.last_seq = entry.recent.empty() ? 0 : entry.recent.back().seq;
+  entry.num_steps = entry.policy->ledger().num_steps();
+  entry.num_releases = *releases;
+  entry.tail = nullptr;
+  entry.loaded = true;
+  entry.stale = false;
+  committer_->Unpoison(key);
+  if (metrics_) {
+    metrics_->PoolRebuild();
+    if (entry.last_seq > 0) metrics_->JobEpsilonSpent(JobKeyString(key), entry.spent().upper);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EntryPtr> JobCache::Acquire(const JobKey& key, std::unique_lock<std::mutex>& lock) {
+  EntryPtr e;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    EntryPtr& slot = entries_[key];
+    if (!slot) slot = std::make_shared<JobEntry>();
+    e = slot;
+    e->last_used = ++tick_;
+  }
+  lock = std::unique_lock<std::mutex>(e->mu);
+  if (!e->loaded || e->stale) {
+    absl::Status s = Load(*e, key);
+    if (!s.ok()) {
+      e->loaded = false;
+      lock.unlock();
+      std::lock_guard<std::mutex> g(mu_);
+      auto it = entries_.find(key);
+      if (it != entries_.end() && it->second == e && e.use_count() == 2) {
+        bytes_ -= e->bytes;
+        entries_.erase(it);
+      }
+      return s;
+    }
+    UpdateBytes(*e);
+    EvictIfNeeded();
+  }
+  return e;
+}
+
+void JobCache::PolicyChanged(JobEntry& entry) {
+  if (UpdateBytes(entry)) EvictIfNeeded();
+}
+
+bool JobCache::UpdateBytes(JobEntry& entry) {
+  const size_t now = entry.policy ? entry.policy->CacheBytes() : 0;
+  std::lock_guard<std::mutex> g(mu_);
+  if (now == entry.bytes) return false;
+  bytes_ = bytes_ - entry.bytes + now;
+  entry.bytes = now;
+  return true;
+}
+
+void JobCache::EvictIfNeeded() {
+  std::lock_guard<std::mutex> g(mu_);
+  const size_t max_bytes = static_cast<size_t>(std::max<int64_t>(0, options_.max_bytes));
+  auto publish = [&] {
+    if (metrics_) {
+      metrics_->SetCachedJobs(static_cast<double>(entries_.size()), static_cast<double>(bytes_));
+    }
+  };
+  publish();
+  if (static_cast<int>(entries_.size()) <= options_.max_jobs && bytes_ <= max_bytes) return;
+  std::vector<std::pair<uint64_t, JobKey>> order;
+  for (const auto& [k, e] : entries_) order.emplace_back(e->last_used, k);
+  std::sort(order.begin(), order.end());
+  const size_t target = static_cast<size_t>(options_.max_jobs * 0.9);
+  const size_t target_bytes = static_cast<size_t>(static_cast<double>(max_bytes) * 0.9);
+  for (const auto& [tick, k] : order) {
+    if (entries_.size() <= target && bytes_ <= target_bytes) break;
+    auto it = entries_.find(k);
+    EntryPtr& e = it->second;
+    if (e.use_count() != 1) continue;
+    std::unique_lock<std::mutex> l(e->mu, std::try_to_lock);
+    if (!l.owns_lock() || (e->tail && !e->tail->done())) continue;
+    l.unlock();
+    bytes_ -= e->bytes;
+    entries_.erase(it);
+  }
+  publish();
+}
+
+}  // namespace dpledger::server
