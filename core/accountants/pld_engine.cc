@@ -140,8 +140,15 @@ absl::StatusOr<ComposedWindow> PldEngine::ComposeSide(std::span<const MechanismE
 
 double PldEngine::TruncationShare() const {
   // A twentieth of the tighter target: 1e-4 for the defaults (unchanged), 5e-6 at 1e-4.
+  if (truncation_relaxed_) return kTruncationShare;
   return std::min(kTruncationShare,
                   0.05 * std::min(options_.relative_accuracy, options_.delta_relative_accuracy));
+}
+
+bool PldEngine::RelaxTruncation() {
+  if (truncation_relaxed_ || TruncationShare() >= kTruncationShare) return false;
+  truncation_relaxed_ = true;
+  return true;
 }
 
 double PldEngine::StepTail(const PldPlan& plan, double log_delta_target) const {
@@ -239,6 +246,7 @@ double PldEngine::InitialStep(std::span<const MechanismEvent> events, Direction 
 absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> events,
                                              Direction direction, double epsilon,
                                              double dominated_below) {
+  truncation_relaxed_ = false;
   // At or above the largest finite loss, delta(eps) = Pr[S = +inf] exactly.
   double max_loss = 0, log_finite = 0;
   for (const MechanismEvent& e : events) {
@@ -271,6 +279,9 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
       // Past the deadline a finer grid is abandoned: the coarser interval stands.
       if (have && c.status().code() == absl::StatusCode::kDeadlineExceeded) break;
       if (c.status().code() != absl::StatusCode::kOutOfRange) return c.status();
+      // A tight target's smaller truncation share widens the window: before giving
+      // up this step, retry it with the default share (a tighter grid matters more).
+      if (RelaxTruncation()) continue;
       if (have && 2 * h < h_done) {  // a jump too far: try one halving less
         h *= 2;
         continue;
@@ -334,6 +345,7 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
 absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> events,
                                                Direction direction, double delta,
                                                double dominated_below) {
+  truncation_relaxed_ = false;
   absl::StatusOr<PldPlan> plan = PlanForDelta(events, direction, delta);
   if (!plan.ok()) return plan.status();
   const bool fixed = options_.value_discretization_interval > 0;
@@ -351,6 +363,7 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       // Past the deadline a finer grid is abandoned: the coarser interval stands.
       if (have && c.status().code() == absl::StatusCode::kDeadlineExceeded) break;
       if (c.status().code() != absl::StatusCode::kOutOfRange) return c.status();
+      if (RelaxTruncation()) continue;  // as in Delta
       if (have && 2 * h < h_done) {  // a jump too far: try one halving less
         h *= 2;
         continue;

@@ -119,8 +119,11 @@ class PldEngine {
   absl::StatusOr<ComposedWindow> ComposeSide(std::span<const MechanismEvent> events,
                                              Direction direction, const PldPlan& plan, double h,
                                              double tail, double log_budget, PldSide side);
-  // Share of delta the truncated tails may add: 1e-4, less for tight targets.
+  // Share of delta the truncated tails may add: 1e-4, less for tight targets
+  // unless RelaxTruncation() went back to 1e-4 for the current query (it returns
+  // false when there is nothing to relax).
   double TruncationShare() const;
+  bool RelaxTruncation();
   double StepTail(const PldPlan& plan, double log_delta_target) const;
   // The plan on the discretised law actually composed (pessimistic grids at step h,
   // tails truncated at `tail`): at the tilt of the current plan if that law's
@@ -134,6 +137,7 @@ class PldEngine {
 
   PldOptions options_;
   Deadline deadline_;
+  bool truncation_relaxed_ = false;  // per query, see TruncationShare
   Cache<StepKey, StepEntry> steps_{size_t{64} << 20};
   Cache<TiltKey, TiltEntry> tilts_{size_t{64} << 20};
   Cache<SpectrumKey, Spectrum> spectra_{size_t{128} << 20};
