@@ -54,6 +54,7 @@ class PostgresStore final : public Store {
   ~PostgresStore() override;
 
   std::string_view Backend() const override { return "postgres"; }
+  bool Shared() const override { return true; }
   using Store::Apply;
   absl::Status Apply(std::span<const WriteBatch* const> batches) override;
   absl::StatusOr<std::optional<JobRow>> GetJob(const JobKey& key) override;

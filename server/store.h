@@ -74,6 +74,9 @@ class Store {
   virtual ~Store() = default;
 
   virtual std::string_view Backend() const = 0;  // "sqlite", "memory", ...
+  // True when other processes may write to the same store (PostgreSQL shared by replicas):
+  // a cached view of a job must then be checked against the store before it is used.
+  virtual bool Shared() const { return false; }
 
   virtual absl::Status Apply(std::span<const WriteBatch* const> batches) = 0;
   absl::Status Apply(const WriteBatch& batch) {
