@@ -216,7 +216,9 @@ TEST_P(ExtremeMechanisms, Issue11ManyHugeSigmaStepsCostNothing) {
   ASSERT_TRUE(a.ok() && b.ok()) << name << ": " << b.status();
   // Edgeworth cannot certify 1000 steps at q = 0.01 (upper = inf): compare estimates.
   EXPECT_NEAR(b->estimate, a->estimate, 1e-3 * a->estimate) << name;
-  if (std::isfinite(a->upper)) EXPECT_NEAR(b->upper, a->upper, 1e-3 * a->upper) << name;
+  if (std::isfinite(a->upper)) {
+    EXPECT_NEAR(b->upper, a->upper, 1e-3 * a->upper) << name;
+  }
   absl::StatusOr<DeltaBound> d = (*many)->DeltaForEpsilon(1.0);
   ASSERT_TRUE(d.ok()) << name << ": " << d.status();
 }
