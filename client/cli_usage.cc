@@ -45,7 +45,7 @@ constexpr CommandHelp kCommands[] = {
 )"},
     {"ledger", "", true, false, "  ledger     --job ID [--after-seq N] [--json]\n"},
     {"spent", "", true, false,
-     "  spent      --job ID (--delta D | --epsilon E) [--accountant NAME] [--json]\n"},
+     "  spent      --job ID (--delta D | --epsilon E) [--accountant NAME] [--pld-precision P] [--json]\n"},
     {"remaining", "", true, true, "  remaining  --job ID --step SPEC [--json]\n"},
     {"release", "", true, false,
      R"(  release    --job ID (--payload TEXT | --payload-file F) --epsilon E --delta-est D

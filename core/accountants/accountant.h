@@ -90,8 +90,10 @@ class Accountant {
   // long work (grid refinements, searches, quadrature, pool builds) and returns
   // DEADLINE_EXCEEDED naming what it stopped (the ledger unchanged for Compose)
   // when the cap passes; the MC accountant instead stops growing its pools and
-  // answers with the larger error (core/mc/mc_accountant.h max_seconds). Copied by
-  // Clone.
+  // answers with the larger error (core/mc/mc_accountant.h max_seconds); PLD keeps
+  // the last grid's certified interval when a finer one is cut short. The analytic
+  // accountant's work is O(1) per call. The cap restarts with each call; Clone
+  // copies it.
   virtual void SetQueryTimeCap(double seconds) { query_time_cap_ = seconds; }
   double query_time_cap() const { return query_time_cap_; }
 

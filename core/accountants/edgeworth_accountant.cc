@@ -101,6 +101,7 @@ absl::Status EdgeworthAccountant::CheckSupported(const Mechanism& m) const {
   // cached for OnLedgerChanged.
   const std::string key = m.ToSpec();
   if (record_cache_.count(key) > 0) return absl::OkStatus();
+  DPL_RETURN_IF_ERROR(deadline().Check("edgeworth: cumulants of a new mechanism"));
   std::array<PllrPair, 2> pairs;
   for (int d = 0; d < 2; ++d) {
     absl::StatusOr<PllrPair> pair = EdgeworthPllrPair(m, kDirections[d]);
@@ -196,6 +197,9 @@ absl::StatusOr<EpsilonBound> EdgeworthAccountant::ComputeEpsilon(double delta) c
   }
   if (!aea_epsilon.ok()) return aea_epsilon.status();
   const double estimate = *aea_epsilon;
+  // Each stage is bounded (a 401-point AEA scan, a 4000-interval EEAI scan); the
+  // cap is checked between them.
+  DPL_RETURN_IF_ERROR(deadline().Check("edgeworth: epsilon"));
   const auto eeai = EeaiDirections();
   const EpsilonInterval cert = EeaiEpsilon(delta, eeai);
   if (std::isfinite(cert.upper)) {
@@ -232,6 +236,7 @@ absl::StatusOr<DeltaBound> EdgeworthAccountant::ComputeDelta(double epsilon) con
         absl::StrFormat("delta_AEA(epsilon=%g) is not a number", epsilon))));
   }
   if (clamp()) estimate = std::clamp(estimate, 0.0, 1.0);
+  DPL_RETURN_IF_ERROR(deadline().Check("edgeworth: delta"));
   const auto eeai = EeaiDirections();
   const DeltaInterval cert = EeaiDelta(epsilon, eeai);
   if (cert.upper < 1) {

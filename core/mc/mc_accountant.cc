@@ -339,14 +339,18 @@ class McAccountant final : public Accountant {
         r = PoolEpsilonForDelta(**pool, delta, d, slot.last_epsilon, options_.confidence_z);
         if (!r.ok()) return r.status();
         slot.last_epsilon = r->epsilon;
-        if (r->epsilon == 0 || Enough(r->at_epsilon, delta) || retilt(*r) || !CanGrow(**pool)) {
+        // An infinite answer (delta below the ledger's infinite-loss mass, issue 11:
+        // approx_dp delta=0.999999 grew every pool to max_samples) stays infinite.
+        if (r->epsilon == 0 || std::isinf(r->epsilon) || Enough(r->at_epsilon, delta) ||
+            retilt(*r) || !CanGrow(**pool)) {
           break;
         }
         const int64_t m = std::min(2 * (*pool)->num_paths(), options_.max_samples);
         if (absl::Status s = (*pool)->Grow(m); !s.ok()) return s;
       }
       if (!retilt(*r)) {
-        Note(add, **pool, r->at_epsilon, r->epsilon == 0 || Enough(r->at_epsilon, delta));
+        Note(add, **pool, r->at_epsilon,
+             r->epsilon == 0 || std::isinf(r->epsilon) || Enough(r->at_epsilon, delta));
         return r;
       }
       tilt = r->epsilon;
