@@ -102,7 +102,9 @@ PolicyOptions LedgerService::PolicyOptionsFor(const JobRow& row) const {
   return p;
 }
 
-double LedgerService::QueryCap(double server_cap, double caller_seconds) {
+double LedgerService::QueryCap(std::string_view accountant, double caller_seconds) const {
+  const double server_cap = accountant == "mc" ? options_.accountant_options.mc.max_seconds
+                                               : options_.query_max_seconds;
   return server_cap > 0 && caller_seconds > 0 ? std::min(server_cap, caller_seconds)
                                               : std::max(server_cap, caller_seconds);
 }
@@ -596,10 +598,7 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
       }
       if (!fresh.ok()) return fresh.status();
       // Composing a long ledger counts against the query's time too.
-      (*fresh)->SetQueryTimeCap(QueryCap(ans.accountant == "mc"
-                                             ? options_.accountant_options.mc.max_seconds
-                                             : options_.query_max_seconds,
-                                         query.max_seconds));
+      (*fresh)->SetQueryTimeCap(QueryCap(ans.accountant, query.max_seconds));
       for (const core::MechanismEvent& ev : ledger) {
         if (absl::Status s = (*fresh)->Compose(ev); !s.ok()) return s;
       }
@@ -607,10 +606,7 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
     }
   }
   if (acc) {
-    const bool mc = acc->Name() == "mc";
-    acc->SetQueryTimeCap(QueryCap(
-        mc ? options_.accountant_options.mc.max_seconds : options_.query_max_seconds,
-        query.max_seconds));
+    acc->SetQueryTimeCap(QueryCap(acc->Name(), query.max_seconds));
   }
   absl::Status status;
   if (acc && query.delta) {
@@ -651,7 +647,7 @@ absl::StatusOr<RemainingAnswer> LedgerService::Remaining(const Caller& caller,
     tail = (*e)->tail;
   }
   absl::StatusOr<RemainingAnswer> ans =
-      policy->Remaining(mechanism, QueryCap(options_.query_max_seconds, max_seconds));
+      policy->Remaining(mechanism, QueryCap(policy->ledger().Name(), max_seconds));
   if (!ans.ok()) {
     return absl::Status(ans.status().code(), absl::StrFormat("job '%s': %s", job_id,
                                                              std::string(ans.status().message())));

@@ -163,8 +163,10 @@ class LedgerService {
   PolicyOptions PolicyOptionsFor(const JobRow& row) const;
   absl::StatusOr<std::unique_ptr<core::Accountant>> NewAccountant(const JobRow& row,
                                                                   std::string_view name) const;
-  // The tighter of the server's cap and the caller's deadline (0 means none for both).
-  static double QueryCap(double server_cap, double caller_seconds);
+  // The time cap of one query by `accountant`: the server's (--query-mc-max-seconds for mc,
+  // --query-max-seconds for the others) or the caller's deadline, whichever is sooner (0
+  // means none for both).
+  double QueryCap(std::string_view accountant, double caller_seconds) const;
   // A new job's row from its spec: INVALID_ARGUMENT naming the field when inconsistent.
   absl::StatusOr<JobRow> JobRowFromSpec(const JobSpec& spec, const std::string& tenant) const;
 
