@@ -147,7 +147,7 @@ def draw(series: SpendSeries):
     ax.set_title(series.title, fontsize=10)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig
 
