@@ -210,7 +210,7 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
       cache_.Remember(entry, UpdateRow{job.key, it.update.seq, it.canonical, it.ack.spent,
                                        it.ack.num_steps, now_ms});
     }
-    if (metrics_) metrics_->JobEpsilonSpent(job_name, after.upper);
+    if (metrics_) metrics_->JobEpsilon(job_name, after.upper, job.budget_epsilon);
   }
 
   // 5. Every ack waits for the job's newest commit: it (and all before it) must be durable.
@@ -242,6 +242,9 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
                             : it.ack.admitted             ? "admitted"
                                                           : "refused";
       metrics_->Update(outcome, it.total_count);
+      if (it.kind != Item::Kind::kError && !it.ack.admitted && !it.ack.duplicate) {
+        metrics_->Refusal(RefusalKindName(it.ack.refusal_kind));
+      }
     }
     out.emplace_back(it.ack, entry.tail);
   }

@@ -76,7 +76,7 @@ absl::Status JobCache::Load(JobEntry& entry, const JobKey& key) {
   committer_->Unpoison(key);
   if (metrics_) {
     metrics_->PoolRebuild();
-    if (entry.last_seq > 0) metrics_->JobEpsilonSpent(JobKeyString(key), entry.spent().upper);
+    if (entry.last_seq > 0) metrics_->JobEpsilon(JobKeyString(key), entry.spent().upper, entry.row.budget_epsilon);
   }
   return absl::OkStatus();
 }

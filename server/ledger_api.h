@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -62,6 +63,19 @@ enum class RefusalKind {
   kNotAttempted = 5,
   kUnverified = 6,
 };
+// The label of dpledger_refusals_total{reason} (the proto enum's suffix, lower case).
+inline std::string_view RefusalKindName(RefusalKind kind) {
+  switch (kind) {
+    case RefusalKind::kNone: return "none";
+    case RefusalKind::kBudget: return "budget";
+    case RefusalKind::kPlan: return "plan";
+    case RefusalKind::kUncertified: return "uncertified";
+    case RefusalKind::kStopped: return "stopped";
+    case RefusalKind::kNotAttempted: return "not_attempted";
+    case RefusalKind::kUnverified: return "unverified";
+  }
+  return "unknown";
+}
 
 struct Ack {
   int64_t seq = 0;

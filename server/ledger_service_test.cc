@@ -177,6 +177,11 @@ TEST_F(LedgerServiceTest, AdmitsUntilTheBudgetAndChargesTheCertifiedUpperBound) 
   EXPECT_THAT(other->refusal_reason, HasSubstr("plan position 8"));
   EXPECT_THAT(other->refusal_reason, HasSubstr("--schedule adaptive"));
   EXPECT_FALSE(memory_.GetUpdate({"default", "job"}, 8)->has_value());
+  // Issue 17: refusals are counted by their kind; the job's budget is exported beside its spend.
+  const std::string m = metrics_.Serialize();
+  EXPECT_THAT(m, HasSubstr("dpledger_refusals_total{reason=\"budget\"} 1\n"));
+  EXPECT_THAT(m, HasSubstr("dpledger_refusals_total{reason=\"plan\"} 1\n"));
+  EXPECT_THAT(m, HasSubstr("dpledger_job_epsilon_budget{job=\"default/job\"} 1\n"));
 }
 
 TEST_F(LedgerServiceTest, RetriesReturnTheOriginalAckAndChargeNothing) {

@@ -87,6 +87,7 @@ void Server::WatchStore() {
     serving = ping.ok();
     health->SetServingStatus(serving);
     health->SetServingStatus("dpledger.v1.Ledger", serving);
+    metrics_->SetReady(serving);
     if (serving) {
       spdlog::info("store reachable again: health SERVING");
     } else {
@@ -210,6 +211,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     health->SetServingStatus(true);
     health->SetServingStatus("dpledger.v1.Ledger", true);
   }
+  s->metrics_->SetReady(true);
   s->watcher_ = std::thread([srv = s.get()] { srv->WatchStore(); });
 
   if (!options.metrics_listen.empty()) {
