@@ -1,9 +1,15 @@
 #include "server/grpc_service.h"
 
+#include <grpcpp/support/method_handler.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+#include <grpcpp/support/proto_buffer_writer.h>
+
 #include <chrono>
 #include <thread>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "core/util/check.h"
 #include "server/blocking_queue.h"
 #include "server/convert.h"
 #include "server/status_util.h"
@@ -11,9 +17,91 @@
 
 namespace dpledger::server {
 
+namespace {
+
+// The position of `method` in the service, which is the index gRPC's generated code
+// registers it under (both follow the order of dpledger.proto).
+int MethodIndex(std::string_view method) {
+  const google::protobuf::ServiceDescriptor* service =
+      v1::CreateJobRequest::descriptor()->file()->FindServiceByName("Ledger");
+  const google::protobuf::MethodDescriptor* m =
+      service->FindMethodByName(std::string(method));
+  DPL_CHECK(m != nullptr);
+  return m->index();
+}
+
+bool Parse(grpc::ByteBuffer* bytes, google::protobuf::Message* msg) {
+  grpc::ProtoBufferReader reader(bytes);
+  return msg->ParseFromZeroCopyStream(&reader);
+}
+
+grpc::ByteBuffer Serialize(const google::protobuf::Message& msg) {
+  grpc::ByteBuffer out;
+  bool own = false;
+  // Only fails for messages over 2 GiB, which max_message_bytes keeps us far from.
+  DPL_CHECK(grpc::SerializationTraits<google::protobuf::Message>::Serialize(msg, &out, &own)
+                .ok());
+  return out;
+}
+
+std::string NotParsed(const google::protobuf::Message& msg) {
+  return absl::StrFormat("does not parse as %s", msg.GetDescriptor()->full_name());
+}
+
+}  // namespace
+
 GrpcLedgerService::GrpcLedgerService(LedgerService* service, Metrics* metrics,
                                      const TokenTable* tokens, GrpcServiceOptions options)
-    : service_(service), metrics_(metrics), tokens_(tokens), options_(options) {}
+    : service_(service),
+      metrics_(metrics),
+      tokens_(tokens),
+      options_(options),
+      streams_(options.streams, metrics) {
+  ParseRequestsHere("CreateJob", &GrpcLedgerService::CreateJob);
+  ParseRequestsHere("GetJob", &GrpcLedgerService::GetJob);
+  ParseRequestsHere("ListJobs", &GrpcLedgerService::ListJobs);
+  ParseRequestsHere("CloseJob", &GrpcLedgerService::CloseJob);
+  ParseRequestsHere("AppendSteps", &GrpcLedgerService::AppendSteps);
+  ParseRequestsHere("GetLedger", &GrpcLedgerService::GetLedger);
+  ParseRequestsHere("Spent", &GrpcLedgerService::Spent);
+  ParseRequestsHere("Remaining", &GrpcLedgerService::Remaining);
+  ParseRequestsHere("Release", &GrpcLedgerService::Release);
+  ParseRequestsHere("GetRelease", &GrpcLedgerService::GetRelease);
+  MarkMethodStreamed(MethodIndex("StreamSteps"),
+                     new grpc::internal::BidiStreamingHandler<GrpcLedgerService, grpc::ByteBuffer,
+                                                              grpc::ByteBuffer>(
+                         [](GrpcLedgerService* self, grpc::ServerContext* ctx, RawStream* s) {
+                           return self->StreamStepsRaw(ctx, s);
+                         },
+                         this));
+}
+
+// A unary method served as a one-message stream of bytes (gRPC's "streamed unary"): read the
+// request, parse it here, run the typed handler, write its response.
+template <typename Req, typename Resp>
+void GrpcLedgerService::ParseRequestsHere(
+    std::string_view method,
+    grpc::Status (GrpcLedgerService::*handler)(grpc::ServerContext*, const Req*, Resp*)) {
+  MarkMethodStreamed(
+      MethodIndex(method),
+      new grpc::internal::BidiStreamingHandler<GrpcLedgerService, grpc::ByteBuffer,
+                                               grpc::ByteBuffer>(
+          [method, handler](GrpcLedgerService* self, grpc::ServerContext* ctx,
+                            RawStream* stream) -> grpc::Status {
+            grpc::ByteBuffer bytes;
+            Req req;
+            if (!stream->Read(&bytes) || !Parse(&bytes, &req)) {
+              return self->Handle(method, ctx, [&](const Caller&) {
+                return absl::InvalidArgumentError(absl::StrFormat("the request %s", NotParsed(req)));
+              });
+            }
+            Resp resp;
+            grpc::Status status = (self->*handler)(ctx, &req, &resp);
+            if (status.ok()) stream->Write(Serialize(resp));
+            return status;
+          },
+          this));
+}
 
 absl::StatusOr<Caller> GrpcLedgerService::Authenticate(const grpc::ServerContext* ctx) const {
   if (tokens_ == nullptr) return Caller::Insecure();
@@ -32,6 +120,9 @@ grpc::Status GrpcLedgerService::Handle(std::string_view method, grpc::ServerCont
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string code = absl::StatusCodeToString(status.code());
+  if (std::optional<int> retry = RetryAfterMs(status)) {
+    ctx->AddTrailingMetadata(kRetryAfterMetadata, std::to_string(*retry));
+  }
   if (metrics_) metrics_->Rpc(method, code, seconds);
   if (status.ok()) {
     spdlog::debug("rpc={} code=OK seconds={:.6f}", method, seconds);
@@ -42,7 +133,7 @@ grpc::Status GrpcLedgerService::Handle(std::string_view method, grpc::ServerCont
     spdlog::log(server_side ? spdlog::level::warn : spdlog::level::info,
                 "rpc={} code={} seconds={:.6f} tenant={} peer={} msg=\"{}\"", method, code,
                 seconds, caller.ok() ? caller->tenant : "-", ctx->peer(),
-                std::string(status.message()));
+                absl::StrReplaceAll(status.message(), {{"\\", "\\\\"}, {"\"", "\\\""}}));
   }
   return ToGrpcStatus(status);
 }
@@ -116,62 +207,87 @@ grpc::Status GrpcLedgerService::AppendSteps(grpc::ServerContext* ctx,
   });
 }
 
-grpc::Status GrpcLedgerService::StreamSteps(
-    grpc::ServerContext* ctx,
-    grpc::ServerReaderWriter<v1::StepAck, v1::StreamStepsRequest>* stream) {
+grpc::Status GrpcLedgerService::StreamStepsRaw(grpc::ServerContext* ctx, RawStream* stream) {
   return Handle("StreamSteps", ctx,
-                [&](const Caller& caller) { return RunStream(caller, stream); });
+                [&](const Caller& caller) { return RunStream(caller, ctx, stream); });
 }
 
 // Three stages so one stream pipelines: this thread reads (and is the only one that touches
 // Read, so returning is safe once the others are joined); an admission thread admits
 // whatever has queued up as one group; a writer thread waits for durability and writes the
 // acks in order. A malformed stream stops reading, lets the pending acks out, then ends with
-// its status.
-absl::Status GrpcLedgerService::RunStream(
-    const Caller& caller, grpc::ServerReaderWriter<v1::StepAck, v1::StreamStepsRequest>* stream) {
+// its status. A cancelled stream (by its client, or by the limiter: idle, stalled, shutdown)
+// admits nothing more; what it had admitted is still committed before the call returns.
+absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerContext* ctx,
+                                          RawStream* stream) {
+  absl::StatusOr<std::unique_ptr<StreamLimiter::Slot>> slot = streams_.Open(ctx);
+  if (!slot.ok()) return slot.status();
+  absl::Status status;
+  int64_t message_no = 0;
+  // The next message; false at the end of the stream, or with `status` set when it does not
+  // parse (the bytes after it are not read: their framing is the client's and may be off too).
+  auto read = [&](v1::StreamStepsRequest* msg) {
+    grpc::ByteBuffer bytes;
+    if (!stream->Read(&bytes)) return false;
+    ++message_no;
+    (*slot)->MessageRead();
+    if (Parse(&bytes, msg)) return true;
+    status = absl::InvalidArgumentError(absl::StrFormat(
+        "message %d of the stream %s; it and the messages after it were not admitted",
+        message_no, NotParsed(*msg)));
+    return false;
+  };
+  auto ended = [&]() -> absl::Status {
+    const std::string reason = (*slot)->ended_reason();
+    if (reason.empty()) return absl::OkStatus();
+    return absl::CancelledError(absl::StrFormat("the server ended the stream: %s", reason));
+  };
+
   v1::StreamStepsRequest first;
-  if (!stream->Read(&first)) return absl::OkStatus();  // closed before any update
+  if (!read(&first)) return status.ok() ? ended() : status;  // closed before any update
   if (first.job_id().empty()) {
     return absl::InvalidArgumentError("job_id is required in the first stream message");
   }
   absl::StatusOr<std::unique_ptr<LedgerService::StepStream>> steps =
       service_->OpenStream(caller, first.tenant(), first.job_id());
   if (!steps.ok()) return steps.status();
+  if (absl::Status s = (*slot)->SetTenant((*steps)->key().tenant); !s.ok()) return s;
 
+  struct Pending {
+    int64_t seq;  // the update's, so an error ack can carry it
+    PendingAck ack;
+  };
   const size_t group = std::max(1, service_->options().max_admission_group);
   BlockingQueue<v1::StreamStepsRequest> in(options_.max_stream_inflight);
-  BlockingQueue<PendingAck> out(options_.max_stream_inflight);
+  BlockingQueue<Pending> out(options_.max_stream_inflight);
   std::thread admit([&] {
     for (;;) {
       std::vector<v1::StreamStepsRequest> msgs = in.PopSome(group);
       if (msgs.empty()) break;
+      if (ctx->IsCancelled()) continue;  // nobody reads the acks: admit nothing more
       std::vector<absl::StatusOr<UpdateInput>> items;
+      std::vector<int64_t> seqs;
       items.reserve(msgs.size());
       for (const v1::StreamStepsRequest& m : msgs) {
+        seqs.push_back(m.update().seq());
         if (!m.has_update()) {
           items.push_back(absl::InvalidArgumentError("update is required in every message"));
         } else {
           items.push_back(UpdateFromProto(m.update(), "update"));
-          if (!items.back().ok()) {
-            // Keep the seq so the error ack can name it.
-            items.back() = absl::Status(items.back().status().code(),
-                                        absl::StrFormat("seq %d: %s", m.update().seq(),
-                                                        std::string(items.back().status().message())));
-          }
         }
       }
-      for (PendingAck& p : (*steps)->Submit(std::move(items))) out.Push(std::move(p));
+      std::vector<PendingAck> acks = (*steps)->Submit(std::move(items));
+      for (size_t i = 0; i < acks.size(); ++i) out.Push({seqs[i], std::move(acks[i])});
     }
     out.Close();
   });
   std::atomic<bool> write_failed{false};
   std::thread writer([&] {
     for (;;) {
-      std::vector<PendingAck> acks = out.PopSome(64);
+      std::vector<Pending> acks = out.PopSome(64);
       if (acks.empty()) break;
-      for (const PendingAck& p : acks) {
-        absl::StatusOr<Ack> a = p.Wait();
+      for (const Pending& p : acks) {
+        absl::StatusOr<Ack> a = p.ack.Wait();
         v1::StepAck msg;
         if (a.ok()) {
           msg = AckToProto(*a);
@@ -179,15 +295,18 @@ absl::Status GrpcLedgerService::RunStream(
           msg.set_error_code(static_cast<int>(a.status().code()));
           msg.set_error_message(std::string(a.status().message()));
         }
-        if (!write_failed && !stream->Write(msg)) write_failed = true;
+        // An update that did not convert has no seq of its own in the ack: use the message's.
+        if (msg.error_code() != 0) msg.set_seq(p.seq);
+        (*slot)->WriteBegin();
+        if (!write_failed && !stream->Write(Serialize(msg))) write_failed = true;
+        (*slot)->WriteEnd();
       }
     }
   });
 
-  absl::Status status;
   bool pushed_first = in.Push(std::move(first));
   v1::StreamStepsRequest msg;
-  while (pushed_first && !write_failed && stream->Read(&msg)) {
+  while (pushed_first && !write_failed && read(&msg)) {
     if ((!msg.job_id().empty() && msg.job_id() != (*steps)->key().job_id) ||
         (!msg.tenant().empty() && msg.tenant() != (*steps)->key().tenant)) {
       status = absl::InvalidArgumentError(absl::StrFormat(
@@ -200,6 +319,7 @@ absl::Status GrpcLedgerService::RunStream(
   in.Close();
   admit.join();
   writer.join();
+  if (absl::Status e = ended(); !e.ok()) return e;
   if (status.ok() && write_failed) return absl::CancelledError("the client stopped reading acks");
   return status;
 }

@@ -1,19 +1,28 @@
 // The gRPC face of the ledger: each handler authenticates, converts the request
 // (convert.h), calls the gRPC-free LedgerService, converts back, and goes through ONE shared
 // wrapper (Handle) that maps the status with ToGrpcStatus and records metrics and logs.
+//
+// Every method is registered with a handler that receives the request as raw bytes
+// (grpc::ByteBuffer) and parses it itself (issue 11): gRPC's own parse failure is INTERNAL
+// with an empty message, and inside a stream it looks like a half-close (the stream ended OK
+// and the messages after the bad one were silently dropped). Here a request that does not
+// parse is INVALID_ARGUMENT naming the message type (and, in a stream, its position).
 #pragma once
 
+#include <memory>
 #include <string_view>
 
 #include "proto/dpledger.grpc.pb.h"
 #include "server/auth.h"
 #include "server/ledger_service.h"
 #include "server/metrics.h"
+#include "server/stream_limiter.h"
 
 namespace dpledger::server {
 
 struct GrpcServiceOptions {
-  int max_stream_inflight = 4096;  // stream messages read ahead of their acks (backpressure)
+  int max_stream_inflight = 1024;  // stream messages read ahead of their acks (backpressure)
+  StreamLimitOptions streams;
 };
 
 class GrpcLedgerService final : public v1::Ledger::Service {
@@ -32,9 +41,6 @@ class GrpcLedgerService final : public v1::Ledger::Service {
                         v1::Job* resp) override;
   grpc::Status AppendSteps(grpc::ServerContext* ctx, const v1::AppendStepsRequest* req,
                            v1::AppendStepsResponse* resp) override;
-  grpc::Status StreamSteps(
-      grpc::ServerContext* ctx,
-      grpc::ServerReaderWriter<v1::StepAck, v1::StreamStepsRequest>* stream) override;
   grpc::Status GetLedger(grpc::ServerContext* ctx, const v1::GetLedgerRequest* req,
                          v1::GetLedgerResponse* resp) override;
   grpc::Status Spent(grpc::ServerContext* ctx, const v1::SpentRequest* req,
@@ -45,18 +51,29 @@ class GrpcLedgerService final : public v1::Ledger::Service {
                        v1::ReleaseRecord* resp) override;
   grpc::Status GetRelease(grpc::ServerContext* ctx, const v1::GetReleaseRequest* req,
                           v1::ReleaseRecord* resp) override;
+  // StreamSteps, with messages as bytes (see the header comment).
+  grpc::Status StreamStepsRaw(grpc::ServerContext* ctx,
+                              grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream);
+
+  // Ends every open stream at once (shutdown): see stream_limiter.h.
+  void CancelStreams() { streams_.CancelAll(); }
 
  private:
+  using RawStream = grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
+  template <typename Req, typename Resp>
+  void ParseRequestsHere(std::string_view method,
+                         grpc::Status (GrpcLedgerService::*handler)(grpc::ServerContext*,
+                                                                    const Req*, Resp*));
   template <typename Fn>
   grpc::Status Handle(std::string_view method, grpc::ServerContext* ctx, Fn&& fn);
   absl::StatusOr<Caller> Authenticate(const grpc::ServerContext* ctx) const;
-  absl::Status RunStream(const Caller& caller,
-                         grpc::ServerReaderWriter<v1::StepAck, v1::StreamStepsRequest>* stream);
+  absl::Status RunStream(const Caller& caller, grpc::ServerContext* ctx, RawStream* stream);
 
   LedgerService* service_;
   Metrics* metrics_;
   const TokenTable* tokens_;
   GrpcServiceOptions options_;
+  StreamLimiter streams_;
 };
 
 }  // namespace dpledger::server

@@ -21,6 +21,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "core/registry/accountant_option_names.h"
+#include "server/log_format.h"
 #include "server/server.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
@@ -255,7 +256,7 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
 
   auto logger = spdlog::stderr_logger_mt("dpledgerd");
-  logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
+  logger->set_formatter(dpledger::server::NewLogFormatter());
   const spdlog::level::level_enum level = spdlog::level::from_str(absl::GetFlag(FLAGS_log_level));
   logger->set_level(level);
   spdlog::set_default_logger(logger);

@@ -19,6 +19,11 @@
 //   dpledger_job_series_dropped_total          counter of jobs beyond the cap
 //   dpledger_cached_jobs                       gauge
 //   dpledger_cached_job_bytes                  gauge (their accountants' CacheBytes)
+//   dpledger_shed_total{reason}                counter: requests refused or streams ended by a
+//                                              limit (issue 11): streams_server|streams_tenant|
+//                                              rate_tenant|concurrency_tenant|stream_idle|
+//                                              stream_stalled|shutdown
+//   dpledger_open_streams                      gauge (StreamSteps calls open)
 //
 // Thread safety: every method is thread-safe.
 #pragma once
@@ -62,6 +67,8 @@ class Metrics {
   void StoreCommit(double seconds, size_t batches);
   void JobEpsilonSpent(const std::string& job, double epsilon);
   void SetCachedJobs(double n, double bytes);
+  void Shed(std::string_view reason);
+  void SetOpenStreams(size_t n);
 
   // The text exposition format of everything registered (tests, debugging).
   std::string Serialize() const;
@@ -86,6 +93,8 @@ class Metrics {
   prometheus::Counter* job_series_dropped_;
   prometheus::Gauge* cached_jobs_;
   prometheus::Gauge* cached_job_bytes_;
+  prometheus::Family<prometheus::Counter>* shed_;
+  prometheus::Gauge* open_streams_;
 
   std::mutex mu_;
   std::map<std::string, prometheus::Gauge*> job_gauges_;

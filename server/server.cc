@@ -11,6 +11,7 @@
 #include <prometheus/registry.h>
 
 #include "absl/strings/str_format.h"
+#include "server/tls_files.h"
 #include "core/mc/mc_estimate.h"
 #include "core/registry/accountant_registry.h"
 #include "server/ledger_check.h"
@@ -166,6 +167,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     if (!cert.ok()) return cert.status();
     absl::StatusOr<std::string> key = ReadFileToString(options.tls_key, "tls_key");
     if (!key.ok()) return key.status();
+    if (absl::Status st = CheckCertificateAndKey(*cert, *key, options.tls_cert, options.tls_key);
+        !st.ok()) {
+      return st;
+    }
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({*key, *cert});
     creds = grpc::SslServerCredentials(ssl);
@@ -240,6 +245,9 @@ void Server::Shutdown() {
   if (grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService()) {
     health->Shutdown();  // NOT_SERVING to health checkers while we drain
   }
+  // Streams end at once (their clients reconnect and retry, answered from the ledger); unary
+  // RPCs get the grace period.
+  service_->CancelStreams();
   grpc_server_->Shutdown(std::chrono::system_clock::now() +
                          std::chrono::milliseconds(options_.shutdown_grace_ms));
   ledger_->Shutdown();  // commits everything pending

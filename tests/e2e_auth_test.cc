@@ -189,6 +189,26 @@ TEST_F(AuthTest, PlaintextAndUntrustedClientsCannotConnect) {
   EXPECT_THAT(untrusting->GetJob("any"), StatusIs(Code::kUnavailable, HasSubstr("")));
 }
 
+// Issue 11: a certificate/key mismatch said "cannot listen on ... (in use or not an address)".
+TEST_F(AuthTest, Issue11MismatchedCertificateAndKeyAreNamedAtStart) {
+  ASSERT_TRUE(MakeCertificates(OpenSsl(), dir_, "other-").ok());
+  auto start = [&](const std::string& cert, const std::string& key) {
+    return RunCommand({ServerBinary(), "--listen", absl::StrFormat("127.0.0.1:%d", PickFreePort()),
+                       "--data-dir", dir_.File("other-data"), "--metrics-listen=",
+                       "--tls-cert", cert, "--tls-key", key, "--token-file",
+                       dir_.File("tokens")},
+                      30000);
+  };
+  CommandResult mismatch = start(dir_.File("server.crt"), dir_.File("other-server.key"));
+  EXPECT_EQ(mismatch.exit_code, 1);
+  EXPECT_THAT(mismatch.err, HasSubstr("do not match"));
+  EXPECT_THAT(mismatch.err, ::testing::Not(HasSubstr("cannot listen")));
+  CommandResult swapped = start(dir_.File("server.key"), dir_.File("server.crt"));
+  EXPECT_EQ(swapped.exit_code, 1);
+  EXPECT_THAT(swapped.err, HasSubstr("tls_cert '" + dir_.File("server.key") +
+                                     "' holds no PEM certificate"));
+}
+
 TEST_F(AuthTest, CliReadsTokenAndCaFromFlags) {
   WriteFileOrDie(dir_.File("writer.token"), std::string(kWriterA) + "\n");
   const std::string server = server_->address();
