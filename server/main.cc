@@ -64,7 +64,16 @@ ABSL_FLAG(int64_t, max_payload_bytes, 8 << 20, "largest release payload");
 ABSL_FLAG(int, group_commit_max_batches, 4096, "writes merged into one commit at most");
 ABSL_FLAG(int, group_commit_delay_us, 0,
           "extra wait for more writes before a commit (0: commit at once)");
-ABSL_FLAG(int, max_stream_inflight, 4096, "stream messages read ahead of their acks");
+ABSL_FLAG(int, max_stream_inflight, 1024, "stream messages read ahead of their acks");
+ABSL_FLAG(int, max_streams, 256,
+          "StreamSteps calls open at once, server-wide (each holds 3 threads); beyond: "
+          "RESOURCE_EXHAUSTED with a retry hint");
+ABSL_FLAG(int, max_streams_per_tenant, 64, "StreamSteps calls one tenant may have open at once");
+ABSL_FLAG(int, stream_idle_timeout_ms, 300000,
+          "a stream with no message and no pending ack for this long is ended");
+ABSL_FLAG(int, stream_stall_timeout_ms, 30000,
+          "a stream whose client has not taken an ack for this long is ended (its reading "
+          "stops as soon as max_stream_inflight acks wait)");
 ABSL_FLAG(int, max_job_series, 1000, "jobs labelled in dpledger_job_epsilon_spent");
 ABSL_FLAG(bool, release_use_mc, true, "run the EVR Monte Carlo verifier for releases");
 ABSL_FLAG(double, release_mc_max_seconds, 60,
@@ -100,6 +109,7 @@ constexpr const char* kFlagNames[] = {
     "check_ledger", "default_accountant", "max_jobs_per_tenant", "max_updates_per_request",
     "max_steps_per_update", "max_cached_jobs", "max_cached_bytes", "max_pool_bytes", "max_admission_group", "max_payload_bytes",
     "group_commit_max_batches", "group_commit_delay_us", "max_stream_inflight",
+    "max_streams", "max_streams_per_tenant", "stream_idle_timeout_ms", "stream_stall_timeout_ms",
     "max_job_series", "release_use_mc", "release_mc_max_seconds", "evr_admission_tau",
     "evr_admission_max_samples", "evr_admission_max_seconds", "query_mc_max_seconds",
     "query_max_seconds", "edgeworth_order", "edgeworth_mode", "spa_estimator", "pld_precision",
@@ -238,6 +248,10 @@ absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
     if (!s.ok()) return s;
   }
   o.grpc.max_stream_inflight = absl::GetFlag(FLAGS_max_stream_inflight);
+  o.grpc.streams.max_streams = absl::GetFlag(FLAGS_max_streams);
+  o.grpc.streams.max_streams_per_tenant = absl::GetFlag(FLAGS_max_streams_per_tenant);
+  o.grpc.streams.idle_timeout_ms = absl::GetFlag(FLAGS_stream_idle_timeout_ms);
+  o.grpc.streams.stall_timeout_ms = absl::GetFlag(FLAGS_stream_stall_timeout_ms);
   o.metrics.max_job_series = absl::GetFlag(FLAGS_max_job_series);
   return o;
 }

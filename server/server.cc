@@ -144,6 +144,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     return absl::InvalidArgumentError(absl::StrFormat(
         "store_ping_interval_ms must be > 0, got %d", options.store_ping_interval_ms));
   }
+  for (const auto& [name, value] :
+       {std::pair<const char*, int>{"max_stream_inflight", options.grpc.max_stream_inflight},
+        {"max_streams", options.grpc.streams.max_streams},
+        {"max_streams_per_tenant", options.grpc.streams.max_streams_per_tenant},
+        {"stream_idle_timeout_ms", options.grpc.streams.idle_timeout_ms},
+        {"stream_stall_timeout_ms", options.grpc.streams.stall_timeout_ms}}) {
+    if (value <= 0) {
+      return absl::InvalidArgumentError(absl::StrFormat("%s must be > 0, got %d", name, value));
+    }
+  }
   if (options.ledger.max_pool_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "max_pool_bytes must be >= 0, got %d", options.ledger.max_pool_bytes));

@@ -8,6 +8,8 @@
 #include <grpcpp/impl/codegen/sync_stream.h>
 
 #include <fstream>
+#include <optional>
+#include <thread>
 #include <sstream>
 
 #include "core/util/test_support.h"
@@ -40,28 +42,39 @@ class RawStream {
         channel_.get(), method_, &ctx_));
   }
   bool Write(const std::string& bytes) { return rw_->Write(Bytes(bytes)); }
-  static std::string Update(int64_t seq, const std::string& job = "") {
+  static std::string Update(int64_t seq, const std::string& job = "",
+                            const std::string& tenant = "") {
     v1::StreamStepsRequest m;
     m.set_job_id(job);
+    m.set_tenant(tenant);
     m.mutable_update()->set_seq(seq);
     m.mutable_update()->add_steps()->set_spec("gaussian:sigma=100");
     return m.SerializeAsString();
+  }
+  // The next ack; nullopt when the stream has ended.
+  std::optional<v1::StepAck> Read() {
+    grpc::ByteBuffer bb;
+    if (!rw_->Read(&bb)) return std::nullopt;
+    std::vector<grpc::Slice> slices;
+    EXPECT_TRUE(bb.Dump(&slices).ok());
+    std::string s;
+    for (const grpc::Slice& sl : slices) s.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+    v1::StepAck a;
+    EXPECT_TRUE(a.ParseFromString(s));
+    return a;
   }
   // Half-closes, reads every ack, and returns them with the stream's status.
   std::pair<std::vector<v1::StepAck>, grpc::Status> Finish() {
     rw_->WritesDone();
     std::vector<v1::StepAck> acks;
-    grpc::ByteBuffer bb;
-    while (rw_->Read(&bb)) {
-      std::vector<grpc::Slice> slices;
-      EXPECT_TRUE(bb.Dump(&slices).ok());
-      std::string s;
-      for (const grpc::Slice& sl : slices) s.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
-      v1::StepAck a;
-      EXPECT_TRUE(a.ParseFromString(s));
-      acks.push_back(a);
-    }
+    while (std::optional<v1::StepAck> a = Read()) acks.push_back(*a);
     return {acks, rw_->Finish()};
+  }
+  // A trailing metadata value of the finished stream ("" when absent).
+  std::string Trailer(const std::string& key) {
+    const auto& md = ctx_.GetServerTrailingMetadata();
+    auto it = md.find(key);
+    return it == md.end() ? "" : std::string(it->second.data(), it->second.size());
   }
 
  private:
@@ -174,6 +187,124 @@ TEST_F(HardeningTest, Issue11ControlCharactersInIdsAreEscapedInTheLog) {
     EXPECT_EQ(line.rfind("ts=2026-01-01", 0), std::string::npos) << "forged line: " << line;
     EXPECT_EQ(line.find('\r'), std::string::npos) << line;
     EXPECT_EQ(line.find('\x1b'), std::string::npos) << line;
+  }
+}
+
+// Issue 11 item 6: streams were not capped (500 idle streams held 1,517 threads).
+TEST_F(HardeningTest, Issue11StreamCapsRefuseWithARetryHint) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(
+      {.extra_args = {"--max-streams=3", "--max-streams-per-tenant=2"}}));
+  auto c = NewClient([](client::ClientOptions& o) { o.retry.max_attempts = 1; });
+  for (const std::string tenant : {"a", "b"}) {
+    v1::CreateJobRequest r = JobRequest("j", 10, 1e-6, "analytic");
+    r.set_tenant(tenant);
+    ASSERT_TRUE(c->CreateJob(r).ok());
+  }
+  // Opens a stream of `tenant` and sends one update: its ack, or the stream's status.
+  auto open = [&](const std::string& tenant, int64_t seq) {
+    auto s = std::make_unique<RawStream>(server_->address());
+    EXPECT_TRUE(s->Write(RawStream::Update(seq, "j", tenant)));
+    return s;
+  };
+  auto a1 = open("a", 1), a2 = open("a", 2);
+  ASSERT_TRUE(a1->Read().has_value());
+  ASSERT_TRUE(a2->Read().has_value());
+  auto a3 = open("a", 3);  // the tenant's third
+  auto [a3_acks, a3_status] = a3->Finish();
+  EXPECT_TRUE(a3_acks.empty());
+  EXPECT_EQ(a3_status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(a3_status.error_message(), HasSubstr("max_streams_per_tenant"));
+  EXPECT_THAT(a3_status.error_message(), HasSubstr("retry after 1000 ms"));
+  EXPECT_EQ(a3->Trailer("retry-after-ms"), "1000");
+  auto b1 = open("b", 1);  // another tenant still gets one
+  ASSERT_TRUE(b1->Read().has_value());
+  auto b2 = open("b", 2);  // the server's fourth
+  auto [b2_acks, b2_status] = b2->Finish();
+  EXPECT_EQ(b2_status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(b2_status.error_message(), HasSubstr("max_streams"));
+  // A closed stream frees its place.
+  EXPECT_TRUE(a1->Finish().second.ok());
+  auto b3 = open("b", 2);
+  auto b3_ack = b3->Read();
+  ASSERT_TRUE(b3_ack.has_value());
+  EXPECT_TRUE(b3_ack->admitted());
+  for (auto* s : {a2.get(), b1.get(), b3.get()}) EXPECT_TRUE(s->Finish().second.ok());
+}
+
+// Issue 11 item 6: a stream that went quiet was kept open forever.
+TEST_F(HardeningTest, Issue11IdleStreamIsEnded) {
+  ASSERT_NO_FATAL_FAILURE(StartServer({.extra_args = {"--stream-idle-timeout-ms=300"}}));
+  auto c = NewClient();
+  ASSERT_TRUE(c->CreateJob(JobRequest("j", 10, 1e-6, "analytic")).ok());
+  RawStream s(server_->address());
+  ASSERT_TRUE(s.Write(RawStream::Update(1, "j")));
+  ASSERT_TRUE(s.Read().has_value());
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(s.Read().has_value());  // blocks until the server ends the stream
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GT(waited, 0.2);
+  EXPECT_LT(waited, 30);
+  EXPECT_EQ(s.Finish().second.error_code(), grpc::StatusCode::CANCELLED);
+  // The admitted update stays; the server goes on.
+  auto job = c->GetJob("j");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->last_seq(), 1);
+}
+
+// Writes updates seq 1.. on `s` until a write fails (the server ended the stream) or
+// `max` were written; never reads an ack. Returns how many were written.
+int64_t PumpWithoutReading(RawStream& s, int64_t max) {
+  int64_t n = 0;
+  while (n < max && s.Write(RawStream::Update(n + 1, n == 0 ? "j" : ""))) ++n;
+  return n;
+}
+
+// Issue 11 item 6: 100 streams that never read acks took 3.3 GB and a 28 s shutdown.
+TEST_F(HardeningTest, Issue11ClientThatDoesNotReadAcksIsEndedAndMemoryStaysBounded) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(
+      {.extra_args = {"--stream-stall-timeout-ms=1000", "--max-stream-inflight=64"}}));
+  auto c = NewClient();
+  ASSERT_TRUE(c->CreateJob(JobRequest("j", 1e6, 1e-6, "analytic")).ok());
+  RawStream s(server_->address());
+  constexpr int64_t kMax = 2'000'000;
+  const int64_t written = PumpWithoutReading(s, kMax);
+  EXPECT_LT(written, kMax);  // the server stopped reading, then ended the stream
+  EXPECT_EQ(s.Finish().second.error_code(), grpc::StatusCode::CANCELLED);
+  auto job = c->GetJob("j");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_GT(job->last_seq(), 0);
+  EXPECT_LT(job->last_seq(), written);
+}
+
+// Issue 11 item 6: streams held shutdown for the whole grace period and then drained.
+TEST_F(HardeningTest, Issue11ShutdownDoesNotWaitForStreams) {
+  ASSERT_NO_FATAL_FAILURE(StartServer({.extra_args = {"--shutdown-grace-ms=30000"}}));
+  auto c = NewClient();
+  constexpr int kStreams = 8;
+  std::vector<std::unique_ptr<RawStream>> streams;
+  std::vector<std::thread> pumps;
+  for (int i = 0; i < kStreams; ++i) {
+    const std::string job = absl::StrFormat("j%d", i);
+    ASSERT_TRUE(c->CreateJob(JobRequest(job, 1e6, 1e-6, "analytic")).ok());
+    streams.push_back(std::make_unique<RawStream>(server_->address()));
+    RawStream* s = streams.back().get();
+    pumps.emplace_back([s, job] {
+      int64_t n = 0;
+      while (n < 1'000'000 && s->Write(RawStream::Update(n + 1, n == 0 ? job : ""))) ++n;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status stopped = server_->Stop(60000);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(stopped.ok()) << stopped;
+  EXPECT_LT(took, 15) << "shutdown waited for the streams";  // the grace period is 30 s
+  for (std::thread& t : pumps) t.join();
+  // Whatever was acknowledged is in the ledger after a restart.
+  ASSERT_TRUE(server_->Start().ok());
+  for (int i = 0; i < kStreams; ++i) {
+    EXPECT_TRUE(c->GetJob(absl::StrFormat("j%d", i)).ok());
   }
 }
 
