@@ -21,7 +21,7 @@
 namespace dpledger::server {
 
 struct GrpcServiceOptions {
-  int max_stream_inflight = 1024;  // stream messages read ahead of their acks (backpressure)
+  int max_stream_inflight = 256;  // stream messages read ahead of their acks (backpressure)
   StreamLimitOptions streams;
 };
 

@@ -64,7 +64,7 @@ ABSL_FLAG(int64_t, max_payload_bytes, 8 << 20, "largest release payload");
 ABSL_FLAG(int, group_commit_max_batches, 4096, "writes merged into one commit at most");
 ABSL_FLAG(int, group_commit_delay_us, 0,
           "extra wait for more writes before a commit (0: commit at once)");
-ABSL_FLAG(int, max_stream_inflight, 1024, "stream messages read ahead of their acks");
+ABSL_FLAG(int, max_stream_inflight, 256, "stream messages read ahead of their acks");
 ABSL_FLAG(int, max_streams, 256,
           "StreamSteps calls open at once, server-wide (each holds 3 threads); beyond: "
           "RESOURCE_EXHAUSTED with a retry hint");
