@@ -56,7 +56,8 @@ GrpcLedgerService::GrpcLedgerService(LedgerService* service, Metrics* metrics,
       metrics_(metrics),
       tokens_(tokens),
       options_(options),
-      streams_(options.streams, metrics) {
+      streams_(options.streams, metrics),
+      gate_(options.max_tenant_inflight_updates) {
   ParseRequestsHere("CreateJob", &GrpcLedgerService::CreateJob);
   ParseRequestsHere("GetJob", &GrpcLedgerService::GetJob);
   ParseRequestsHere("ListJobs", &GrpcLedgerService::ListJobs);
@@ -199,6 +200,11 @@ grpc::Status GrpcLedgerService::AppendSteps(grpc::ServerContext* ctx,
       if (!u.ok()) return u.status();
       updates.push_back(std::move(*u));
     }
+    const std::string tenant = req->tenant().empty() ? caller.tenant : req->tenant();
+    if (!gate_.Acquire(tenant, req->updates_size(), [ctx] { return ctx->IsCancelled(); })) {
+      return absl::CancelledError("the call was cancelled while waiting for its tenant's share");
+    }
+    GateTicket share(&gate_, tenant, req->updates_size());
     absl::StatusOr<std::vector<Ack>> acks =
         service_->AppendSteps(caller, req->tenant(), req->job_id(), updates);
     if (!acks.ok()) return acks.status();
@@ -256,7 +262,9 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
   struct Pending {
     int64_t seq;  // the update's, so an error ack can carry it
     PendingAck ack;
+    GateTicket share;  // the update's place in its tenant's share, until it is durable
   };
+  const std::string tenant = (*steps)->key().tenant;
   const size_t group = std::max(1, service_->options().max_admission_group);
   BlockingQueue<v1::StreamStepsRequest> in(options_.max_stream_inflight);
   BlockingQueue<Pending> out(options_.max_stream_inflight);
@@ -276,8 +284,12 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
           items.push_back(UpdateFromProto(m.update(), "update"));
         }
       }
+      const auto n = static_cast<int64_t>(items.size());
+      if (!gate_.Acquire(tenant, n, [ctx] { return ctx->IsCancelled(); })) continue;
       std::vector<PendingAck> acks = (*steps)->Submit(std::move(items));
-      for (size_t i = 0; i < acks.size(); ++i) out.Push({seqs[i], std::move(acks[i])});
+      for (size_t i = 0; i < acks.size(); ++i) {
+        out.Push({seqs[i], std::move(acks[i]), GateTicket(&gate_, tenant, 1)});
+      }
     }
     out.Close();
   });
@@ -286,8 +298,9 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
     for (;;) {
       std::vector<Pending> acks = out.PopSome(64);
       if (acks.empty()) break;
-      for (const Pending& p : acks) {
+      for (Pending& p : acks) {
         absl::StatusOr<Ack> a = p.ack.Wait();
+        p.share.Release();
         v1::StepAck msg;
         if (a.ok()) {
           msg = AckToProto(*a);

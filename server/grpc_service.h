@@ -17,11 +17,13 @@
 #include "server/ledger_service.h"
 #include "server/metrics.h"
 #include "server/stream_limiter.h"
+#include "server/tenant_gate.h"
 
 namespace dpledger::server {
 
 struct GrpcServiceOptions {
   int max_stream_inflight = 256;  // stream messages read ahead of their acks (backpressure)
+  int max_tenant_inflight_updates = 1024;  // one tenant's updates not yet durable (tenant_gate.h)
   StreamLimitOptions streams;
 };
 
@@ -74,6 +76,7 @@ class GrpcLedgerService final : public v1::Ledger::Service {
   const TokenTable* tokens_;
   GrpcServiceOptions options_;
   StreamLimiter streams_;
+  TenantGate gate_;
 };
 
 }  // namespace dpledger::server

@@ -146,6 +146,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   for (const auto& [name, value] :
        {std::pair<const char*, int>{"max_stream_inflight", options.grpc.max_stream_inflight},
+        {"max_tenant_inflight_updates", options.grpc.max_tenant_inflight_updates},
         {"max_streams", options.grpc.streams.max_streams},
         {"max_streams_per_tenant", options.grpc.streams.max_streams_per_tenant},
         {"stream_idle_timeout_ms", options.grpc.streams.idle_timeout_ms},
