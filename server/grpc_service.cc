@@ -57,7 +57,8 @@ GrpcLedgerService::GrpcLedgerService(LedgerService* service, Metrics* metrics,
       tokens_(tokens),
       options_(options),
       streams_(options.streams, metrics),
-      gate_(options.max_tenant_inflight_updates) {
+      gate_(options.max_tenant_inflight_updates),
+      rate_(options.max_tenant_rps, options.tenant_rps_burst) {
   ParseRequestsHere("CreateJob", &GrpcLedgerService::CreateJob);
   ParseRequestsHere("GetJob", &GrpcLedgerService::GetJob);
   ParseRequestsHere("ListJobs", &GrpcLedgerService::ListJobs);
@@ -92,7 +93,7 @@ void GrpcLedgerService::ParseRequestsHere(
             grpc::ByteBuffer bytes;
             Req req;
             if (!stream->Read(&bytes) || !Parse(&bytes, &req)) {
-              return self->Handle(method, ctx, [&](const Caller&) {
+              return self->Handle(method, ctx, "", [&](const Caller&) {
                 return absl::InvalidArgumentError(absl::StrFormat("the request %s", NotParsed(req)));
               });
             }
@@ -112,12 +113,24 @@ absl::StatusOr<Caller> GrpcLedgerService::Authenticate(const grpc::ServerContext
   return tokens_->Authenticate(std::string_view(it->second.data(), it->second.size()));
 }
 
+absl::Status GrpcLedgerService::TakeRate(const Caller& caller, std::string_view requested) {
+  // A bound caller always spends its own tenant's rate, whatever the request names.
+  const std::string tenant =
+      caller.any_tenant && !requested.empty() ? std::string(requested) : caller.tenant;
+  absl::Status s = rate_.Take(tenant);
+  if (!s.ok() && metrics_) metrics_->Shed("rate_tenant");
+  return s;
+}
+
 template <typename Fn>
 grpc::Status GrpcLedgerService::Handle(std::string_view method, grpc::ServerContext* ctx,
+                                       std::optional<std::string_view> requested_tenant,
                                        Fn&& fn) {
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<Caller> caller = Authenticate(ctx);
-  const absl::Status status = caller.ok() ? fn(*caller) : caller.status();
+  absl::Status status = caller.status();
+  if (caller.ok() && requested_tenant.has_value()) status = TakeRate(*caller, *requested_tenant);
+  if (status.ok()) status = fn(*caller);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string code = absl::StatusCodeToString(status.code());
@@ -141,7 +154,7 @@ grpc::Status GrpcLedgerService::Handle(std::string_view method, grpc::ServerCont
 
 grpc::Status GrpcLedgerService::CreateJob(grpc::ServerContext* ctx,
                                           const v1::CreateJobRequest* req, v1::Job* resp) {
-  return Handle("CreateJob", ctx, [&](const Caller& caller) -> absl::Status {
+  return Handle("CreateJob", ctx, req->tenant(), [&](const Caller& caller) -> absl::Status {
     absl::StatusOr<JobSpec> spec = JobSpecFromProto(*req);
     if (!spec.ok()) return spec.status();
     absl::StatusOr<JobInfo> info = service_->CreateJob(caller, *spec);
@@ -153,7 +166,7 @@ grpc::Status GrpcLedgerService::CreateJob(grpc::ServerContext* ctx,
 
 grpc::Status GrpcLedgerService::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                                        v1::Job* resp) {
-  return Handle("GetJob", ctx, [&](const Caller& caller) -> absl::Status {
+  return Handle("GetJob", ctx, req->tenant(), [&](const Caller& caller) -> absl::Status {
     absl::StatusOr<JobInfo> info = service_->GetJob(caller, req->tenant(), req->job_id());
     if (!info.ok()) return info.status();
     *resp = JobToProto(*info);
@@ -164,7 +177,7 @@ grpc::Status GrpcLedgerService::GetJob(grpc::ServerContext* ctx, const v1::GetJo
 grpc::Status GrpcLedgerService::ListJobs(grpc::ServerContext* ctx,
                                          const v1::ListJobsRequest* req,
                                          v1::ListJobsResponse* resp) {
-  return Handle("ListJobs", ctx, [&](const Caller& caller) -> absl::Status {
+  return Handle("ListJobs", ctx, req->tenant(), [&](const Caller& caller) -> absl::Status {
     absl::StatusOr<JobPage> page =
         service_->ListJobs(caller, req->tenant(), req->page_size(), req->page_token());
     if (!page.ok()) return page.status();
@@ -176,7 +189,7 @@ grpc::Status GrpcLedgerService::ListJobs(grpc::ServerContext* ctx,
 
 grpc::Status GrpcLedgerService::CloseJob(grpc::ServerContext* ctx,
                                          const v1::CloseJobRequest* req, v1::Job* resp) {
-  return Handle("CloseJob", ctx, [&](const Caller& caller) -> absl::Status {
+  return Handle("CloseJob", ctx, req->tenant(), [&](const Caller& caller) -> absl::Status {
     absl::StatusOr<JobInfo> info = service_->CloseJob(caller, req->tenant(), req->job_id());
     if (!info.ok()) return info.status();
     *resp = JobToProto(*info);
@@ -187,7 +200,7 @@ grpc::Status GrpcLedgerService::CloseJob(grpc::ServerContext* ctx,
 grpc::Status GrpcLedgerService::AppendSteps(grpc::ServerContext* ctx,
                                             const v1::AppendStepsRequest* req,
                                             v1::AppendStepsResponse* resp) {
-  return Handle("AppendSteps", ctx, [&](const Caller& caller) -> absl::Status {
+  return Handle("AppendSteps", ctx, req->tenant(), [&](const Caller& caller) -> absl::Status {
     if (req->updates_size() > service_->options().max_updates_per_request) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "updates has %d entries, more than max_updates_per_request %d", req->updates_size(),
@@ -214,7 +227,7 @@ grpc::Status GrpcLedgerService::AppendSteps(grpc::ServerContext* ctx,
 }
 
 grpc::Status GrpcLedgerService::StreamStepsRaw(grpc::ServerContext* ctx, RawStream* stream) {
-  return Handle("StreamSteps", ctx,
+  return Handle("StreamSteps", ctx, std::nullopt,
                 [&](const Caller& caller) { return RunStream(caller, ctx, stream); });
 }
 
@@ -258,6 +271,7 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
       service_->OpenStream(caller, first.tenant(), first.job_id());
   if (!steps.ok()) return steps.status();
   if (absl::Status s = (*slot)->SetTenant((*steps)->key().tenant); !s.ok()) return s;
+  if (absl::Status s = TakeRate(caller, (*steps)->key().tenant); !s.ok()) return s;
 
   struct Pending {
     int64_t seq;  // the update's, so an error ack can carry it
@@ -340,7 +354,7 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
 grpc::Status GrpcLedgerService::GetLedger(grpc::ServerContext* ctx,
                                           const v1::GetLedgerRequest* req,
                                           v1::GetLedgerResponse* resp) {
-  return Handle("GetLedger", ctx, [&](const Caller& caller) -> absl::Status {
+  return Handle("GetLedger", ctx, req->tenant(), [&](const Caller& caller) -> absl::Status {
     absl::StatusOr<LedgerPage> page = service_->GetLedger(
         caller, req->tenant(), req->job_id(), req->after_seq(), req->page_size());
     if (!page.ok()) return page.status();
@@ -370,7 +384,7 @@ absl::StatusOr<double> DeadlineSeconds(const grpc::ServerContext& ctx) {
 
 grpc::Status GrpcLedgerService::Spent(grpc::ServerContext* ctx, const v1::SpentRequest* req,
                                       v1::SpentResponse* resp) {
-  return Handle("Spent", ctx, [&](const Caller& caller) -> absl::Status {
+  return Handle("Spent", ctx, req->tenant(), [&](const Caller& caller) -> absl::Status {
     absl::StatusOr<SpentQuery> q = SpentQueryFromProto(*req);
     if (!q.ok()) return q.status();
     // A query stops at the client's deadline rather than computing on for an answer nobody
@@ -388,7 +402,7 @@ grpc::Status GrpcLedgerService::Spent(grpc::ServerContext* ctx, const v1::SpentR
 grpc::Status GrpcLedgerService::Remaining(grpc::ServerContext* ctx,
                                           const v1::RemainingRequest* req,
                                           v1::RemainingResponse* resp) {
-  return Handle("Remaining", ctx, [&](const Caller& caller) -> absl::Status {
+  return Handle("Remaining", ctx, req->tenant(), [&](const Caller& caller) -> absl::Status {
     if (!req->has_step()) return absl::InvalidArgumentError("step must be set");
     v1::Step step = req->step();
     step.clear_count();  // ignored by contract
@@ -406,7 +420,7 @@ grpc::Status GrpcLedgerService::Remaining(grpc::ServerContext* ctx,
 
 grpc::Status GrpcLedgerService::Release(grpc::ServerContext* ctx, const v1::ReleaseRequest* req,
                                         v1::ReleaseRecord* resp) {
-  return Handle("Release", ctx, [&](const Caller& caller) -> absl::Status {
+  return Handle("Release", ctx, req->tenant(), [&](const Caller& caller) -> absl::Status {
     absl::StatusOr<ReleaseRow> r = service_->Release(caller, ReleaseInputFromProto(*req));
     if (!r.ok()) return r.status();
     *resp = ReleaseToProto(*r);
@@ -417,7 +431,7 @@ grpc::Status GrpcLedgerService::Release(grpc::ServerContext* ctx, const v1::Rele
 grpc::Status GrpcLedgerService::GetRelease(grpc::ServerContext* ctx,
                                            const v1::GetReleaseRequest* req,
                                            v1::ReleaseRecord* resp) {
-  return Handle("GetRelease", ctx, [&](const Caller& caller) -> absl::Status {
+  return Handle("GetRelease", ctx, req->tenant(), [&](const Caller& caller) -> absl::Status {
     absl::StatusOr<ReleaseRow> r =
         service_->GetRelease(caller, req->tenant(), req->release_id(), req->include_payload());
     if (!r.ok()) return r.status();

@@ -10,12 +10,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "proto/dpledger.grpc.pb.h"
 #include "server/auth.h"
 #include "server/ledger_service.h"
 #include "server/metrics.h"
+#include "server/rate_limiter.h"
 #include "server/stream_limiter.h"
 #include "server/tenant_gate.h"
 
@@ -24,6 +26,8 @@ namespace dpledger::server {
 struct GrpcServiceOptions {
   int max_stream_inflight = 256;  // stream messages read ahead of their acks (backpressure)
   int max_tenant_inflight_updates = 1024;  // one tenant's updates not yet durable (tenant_gate.h)
+  double max_tenant_rps = 0;     // RPCs (a stream counts once) per second per tenant; 0: no limit
+  double tenant_rps_burst = 0;   // bucket size (rate_limiter.h); 0: one second's worth
   StreamLimitOptions streams;
 };
 
@@ -66,8 +70,12 @@ class GrpcLedgerService final : public v1::Ledger::Service {
   void ParseRequestsHere(std::string_view method,
                          grpc::Status (GrpcLedgerService::*handler)(grpc::ServerContext*,
                                                                     const Req*, Resp*));
+  // requested_tenant: the request's tenant field, whose rate the call spends (rate_limiter.h);
+  // nullopt: the handler takes the rate itself (StreamSteps, once its tenant is known).
   template <typename Fn>
-  grpc::Status Handle(std::string_view method, grpc::ServerContext* ctx, Fn&& fn);
+  grpc::Status Handle(std::string_view method, grpc::ServerContext* ctx,
+                      std::optional<std::string_view> requested_tenant, Fn&& fn);
+  absl::Status TakeRate(const Caller& caller, std::string_view requested_tenant);
   absl::StatusOr<Caller> Authenticate(const grpc::ServerContext* ctx) const;
   absl::Status RunStream(const Caller& caller, grpc::ServerContext* ctx, RawStream* stream);
 
@@ -77,6 +85,7 @@ class GrpcLedgerService final : public v1::Ledger::Service {
   GrpcServiceOptions options_;
   StreamLimiter streams_;
   TenantGate gate_;
+  RateLimiter rate_;
 };
 
 }  // namespace dpledger::server

@@ -68,6 +68,11 @@ ABSL_FLAG(int, max_stream_inflight, 256, "stream messages read ahead of their ac
 ABSL_FLAG(int, max_tenant_inflight_updates, 1024,
           "updates of one tenant being admitted or committed at once (streams and AppendSteps); "
           "more wait, so one tenant's load cannot fill every commit");
+ABSL_FLAG(double, max_tenant_rps, 0,
+          "RPCs per second one tenant may make (a stream counts once); beyond: "
+          "RESOURCE_EXHAUSTED with a retry hint (0: no limit)");
+ABSL_FLAG(double, tenant_rps_burst, 0,
+          "RPCs one tenant may make at once after a quiet spell (0: max_tenant_rps)");
 ABSL_FLAG(int, max_streams, 256,
           "StreamSteps calls open at once, server-wide (each holds 3 threads); beyond: "
           "RESOURCE_EXHAUSTED with a retry hint");
@@ -112,7 +117,7 @@ constexpr const char* kFlagNames[] = {
     "check_ledger", "default_accountant", "max_jobs_per_tenant", "max_updates_per_request",
     "max_steps_per_update", "max_cached_jobs", "max_cached_bytes", "max_pool_bytes", "max_admission_group", "max_payload_bytes",
     "group_commit_max_batches", "group_commit_delay_us", "max_stream_inflight",
-    "max_tenant_inflight_updates", "max_streams", "max_streams_per_tenant", "stream_idle_timeout_ms", "stream_stall_timeout_ms",
+    "max_tenant_inflight_updates", "max_tenant_rps", "tenant_rps_burst", "max_streams", "max_streams_per_tenant", "stream_idle_timeout_ms", "stream_stall_timeout_ms",
     "max_job_series", "release_use_mc", "release_mc_max_seconds", "evr_admission_tau",
     "evr_admission_max_samples", "evr_admission_max_seconds", "query_mc_max_seconds",
     "query_max_seconds", "edgeworth_order", "edgeworth_mode", "spa_estimator", "pld_precision",
@@ -252,6 +257,8 @@ absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
   }
   o.grpc.max_stream_inflight = absl::GetFlag(FLAGS_max_stream_inflight);
   o.grpc.max_tenant_inflight_updates = absl::GetFlag(FLAGS_max_tenant_inflight_updates);
+  o.grpc.max_tenant_rps = absl::GetFlag(FLAGS_max_tenant_rps);
+  o.grpc.tenant_rps_burst = absl::GetFlag(FLAGS_tenant_rps_burst);
   o.grpc.streams.max_streams = absl::GetFlag(FLAGS_max_streams);
   o.grpc.streams.max_streams_per_tenant = absl::GetFlag(FLAGS_max_streams_per_tenant);
   o.grpc.streams.idle_timeout_ms = absl::GetFlag(FLAGS_stream_idle_timeout_ms);

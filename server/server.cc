@@ -155,6 +155,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       return absl::InvalidArgumentError(absl::StrFormat("%s must be > 0, got %d", name, value));
     }
   }
+  if (!(options.grpc.max_tenant_rps >= 0) || !(options.grpc.tenant_rps_burst >= 0)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "max_tenant_rps and tenant_rps_burst must be >= 0, got %g and %g",
+        options.grpc.max_tenant_rps, options.grpc.tenant_rps_burst));
+  }
   if (options.ledger.max_pool_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "max_pool_bytes must be >= 0, got %d", options.ledger.max_pool_bytes));

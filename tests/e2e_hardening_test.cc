@@ -7,11 +7,14 @@
 #include <grpcpp/impl/codegen/client_unary_call.h>
 #include <grpcpp/impl/codegen/sync_stream.h>
 
+#include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <optional>
 #include <thread>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "core/util/test_support.h"
 #include "tests/e2e_fixture.h"
 
@@ -305,6 +308,118 @@ TEST_F(HardeningTest, Issue11ShutdownDoesNotWaitForStreams) {
   ASSERT_TRUE(server_->Start().ok());
   for (int i = 0; i < kStreams; ++i) {
     EXPECT_TRUE(c->GetJob(absl::StrFormat("j%d", i)).ok());
+  }
+}
+
+// Issue 11 "Overload": a tenant far above its rate is shed with RESOURCE_EXHAUSTED while
+// another tenant goes on; what was acknowledged is durable (it survives kill -9); admitted
+// calls stay fast; the tenant is served again once its load drops. Thresholds are generous:
+// they check behaviour, not speed.
+TEST_F(HardeningTest, Issue11OverloadIsShedAndRecovers) {
+  constexpr double kRate = 50;
+  ASSERT_NO_FATAL_FAILURE(StartServer(
+      {.extra_args = {absl::StrFormat("--max-tenant-rps=%g", kRate), "--tenant-rps-burst=10"}}));
+  auto c = NewClient([](client::ClientOptions& o) { o.retry.max_attempts = 1; });
+  constexpr int kFlooders = 6;
+  for (const auto& [tenant, job] : std::vector<std::pair<std::string, std::string>>{
+           {"flood", "f0"}, {"flood", "f1"}, {"flood", "f2"}, {"flood", "f3"}, {"flood", "f4"},
+           {"flood", "f5"}, {"calm", "c"}}) {
+    v1::CreateJobRequest r = JobRequest(job, 1e6, 1e-6, "analytic");
+    r.set_tenant(tenant);
+    // Job creation spends the tenant's rate too: wait out a refusal.
+    absl::StatusOr<v1::Job> created;
+    for (int i = 0; i < 100 && !(created = c->CreateJob(r)).ok(); ++i) {
+      ASSERT_EQ(created.status().code(), Code::kResourceExhausted) << created.status();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_TRUE(created.ok()) << created.status();
+  }
+  auto append = [&](const std::string& tenant, const std::string& job, int64_t seq) {
+    v1::AppendStepsRequest r;
+    r.set_tenant(tenant);
+    r.set_job_id(job);
+    v1::StepUpdate* u = r.add_updates();
+    u->set_seq(seq);
+    u->add_steps()->set_spec("gaussian:sigma=100");
+    return c->AppendSteps(r);
+  };
+  std::vector<int64_t> acked(kFlooders, 0);
+  std::vector<std::vector<double>> admitted_ms(kFlooders);
+  std::atomic<int64_t> shed{0}, other_errors{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> flooders;
+  for (int t = 0; t < kFlooders; ++t) {
+    flooders.emplace_back([&, t] {
+      const std::string job = absl::StrFormat("f%d", t);
+      while (!stop) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto r = append("flood", job, acked[t] + 1);
+        if (r.ok()) {
+          ++acked[t];
+          admitted_ms[t].push_back(std::chrono::duration<double, std::milli>(
+                                       std::chrono::steady_clock::now() - t0)
+                                       .count());
+        } else if (r.status().code() == Code::kResourceExhausted &&
+                   absl::StrContains(r.status().message(), "retry after")) {
+          ++shed;
+        } else {
+          ++other_errors;
+        }
+      }
+    });
+  }
+  // Meanwhile the calm tenant, well inside its rate, is never refused.
+  int calm_ok = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 1; i <= 20; ++i) {
+    auto r = append("calm", "c", i);
+    EXPECT_TRUE(r.ok()) << "calm append " << i << ": " << r.status();
+    calm_ok += r.ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  stop = true;
+  for (std::thread& t : flooders) t.join();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  int64_t total_acked = 0;
+  std::vector<double> all_ms;
+  for (int t = 0; t < kFlooders; ++t) {
+    total_acked += acked[t];
+    all_ms.insert(all_ms.end(), admitted_ms[t].begin(), admitted_ms[t].end());
+  }
+  EXPECT_EQ(other_errors, 0);
+  EXPECT_GT(shed, total_acked) << "the flood was not shed";
+  // At most the rate plus the burst got through (one spare second for timing).
+  EXPECT_LE(total_acked, static_cast<int64_t>(kRate * (seconds + 1) + 10));
+  EXPECT_GT(total_acked, 0);
+  std::sort(all_ms.begin(), all_ms.end());
+  ASSERT_FALSE(all_ms.empty());
+  EXPECT_LT(all_ms[all_ms.size() * 99 / 100], 5000) << "admitted p99 (ms)";
+  EXPECT_EQ(calm_ok, 20);
+
+  // Recovers once the load drops.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto after = append("flood", "f0", acked[0] + 1);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ++acked[0];
+
+  // Every acknowledged update is durable: kill -9, restart, compare the ledgers.
+  server_->Kill9();
+  ASSERT_TRUE(server_->Start().ok());
+  auto reader = NewClient();
+  for (int t = 0; t < kFlooders; ++t) {
+    v1::GetLedgerRequest req;  // FullLedger pages through the default tenant only
+    req.set_tenant("flood");
+    req.set_job_id(absl::StrFormat("f%d", t));
+    int64_t entries = 0;
+    for (int page = 0; page < 10000; ++page) {
+      auto r = reader->GetLedger(req);
+      ASSERT_TRUE(r.ok()) << r.status();
+      entries += r->entries_size();
+      if (!r->more() || r->entries_size() == 0) break;
+      req.set_after_seq(r->entries(r->entries_size() - 1).seq());
+    }
+    EXPECT_EQ(entries, acked[t]) << "job f" << t;
   }
 }
 
