@@ -48,6 +48,32 @@ std::string NotParsed(const google::protobuf::Message& msg) {
   return absl::StrFormat("does not parse as %s", msg.GetDescriptor()->full_name());
 }
 
+// The call's request id: the client's "x-request-id" metadata (at most 64 bytes of it), else
+// the id of a Release request, else one made here.
+std::string RequestId(const grpc::ServerContext& ctx, std::string_view from_request = "") {
+  const auto& md = ctx.client_metadata();
+  if (auto it = md.find("x-request-id"); it != md.end() && !it->second.empty()) {
+    return std::string(it->second.data(), std::min<size_t>(it->second.size(), 64));
+  }
+  if (!from_request.empty()) return std::string(from_request.substr(0, 64));
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t boot = static_cast<uint64_t>(
+      std::chrono::system_clock::now().time_since_epoch().count());
+  return absl::StrFormat("srv-%x-%d", boot & 0xffffffffff, ++counter);
+}
+
+// One audit line per state change (issue 11): who (tenant of the credential, the tenant
+// acted on), what (event, job), which request, and the outcome. The log formatter escapes
+// caller-provided text.
+void Audit(std::string_view event, const Caller& caller, std::string_view tenant,
+           std::string_view job, std::string_view request_id, const absl::Status& outcome,
+           std::string_view detail = "") {
+  spdlog::info("audit event={} caller_tenant={} tenant={} job={} request_id={} outcome={}{}{}",
+               event, caller.any_tenant ? "-" : caller.tenant,
+               tenant.empty() ? caller.tenant : std::string(tenant), job, request_id,
+               absl::StatusCodeToString(outcome.code()), detail.empty() ? "" : " ", detail);
+}
+
 }  // namespace
 
 GrpcLedgerService::GrpcLedgerService(LedgerService* service, Metrics* metrics,
@@ -158,6 +184,7 @@ grpc::Status GrpcLedgerService::CreateJob(grpc::ServerContext* ctx,
     absl::StatusOr<JobSpec> spec = JobSpecFromProto(*req);
     if (!spec.ok()) return spec.status();
     absl::StatusOr<JobInfo> info = service_->CreateJob(caller, *spec);
+    Audit("job_create", caller, req->tenant(), req->job_id(), RequestId(*ctx), info.status());
     if (!info.ok()) return info.status();
     *resp = JobToProto(*info);
     return absl::OkStatus();
@@ -191,6 +218,7 @@ grpc::Status GrpcLedgerService::CloseJob(grpc::ServerContext* ctx,
                                          const v1::CloseJobRequest* req, v1::Job* resp) {
   return Handle("CloseJob", ctx, req->tenant(), [&](const Caller& caller) -> absl::Status {
     absl::StatusOr<JobInfo> info = service_->CloseJob(caller, req->tenant(), req->job_id());
+    Audit("job_close", caller, req->tenant(), req->job_id(), RequestId(*ctx), info.status());
     if (!info.ok()) return info.status();
     *resp = JobToProto(*info);
     return absl::OkStatus();
@@ -221,7 +249,13 @@ grpc::Status GrpcLedgerService::AppendSteps(grpc::ServerContext* ctx,
     absl::StatusOr<std::vector<Ack>> acks =
         service_->AppendSteps(caller, req->tenant(), req->job_id(), updates);
     if (!acks.ok()) return acks.status();
-    for (const Ack& a : *acks) *resp->add_acks() = AckToProto(a);
+    for (const Ack& a : *acks) {
+      *resp->add_acks() = AckToProto(a);
+      if (a.error.ok() && !a.admitted && !a.duplicate) {
+        Audit("admission_refused", caller, req->tenant(), req->job_id(), RequestId(*ctx),
+              absl::OkStatus(), absl::StrFormat("seq=%d reason=\"%s\"", a.seq, a.refusal_reason));
+      }
+    }
     return absl::OkStatus();
   });
 }
@@ -279,6 +313,7 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
     GateTicket share;  // the update's place in its tenant's share, until it is durable
   };
   const std::string tenant = (*steps)->key().tenant;
+  const std::string request_id = RequestId(*ctx);
   const size_t group = std::max(1, service_->options().max_admission_group);
   BlockingQueue<v1::StreamStepsRequest> in(options_.max_stream_inflight);
   BlockingQueue<Pending> out(options_.max_stream_inflight);
@@ -324,6 +359,11 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
         }
         // An update that did not convert has no seq of its own in the ack: use the message's.
         if (msg.error_code() != 0) msg.set_seq(p.seq);
+        if (msg.error_code() == 0 && !msg.admitted() && !msg.duplicate()) {
+          Audit("admission_refused", caller, tenant, (*steps)->key().job_id, request_id,
+                absl::OkStatus(),
+                absl::StrFormat("seq=%d reason=\"%s\"", msg.seq(), msg.refusal_reason()));
+        }
         (*slot)->WriteBegin();
         if (!write_failed && !stream->Write(Serialize(msg))) write_failed = true;
         (*slot)->WriteEnd();
@@ -422,6 +462,8 @@ grpc::Status GrpcLedgerService::Release(grpc::ServerContext* ctx, const v1::Rele
                                         v1::ReleaseRecord* resp) {
   return Handle("Release", ctx, req->tenant(), [&](const Caller& caller) -> absl::Status {
     absl::StatusOr<ReleaseRow> r = service_->Release(caller, ReleaseInputFromProto(*req));
+    Audit("release", caller, req->tenant(), req->job_id(), RequestId(*ctx, req->request_id()),
+          r.status(), r.ok() ? absl::StrFormat("release_id=%s", r->release_id) : "");
     if (!r.ok()) return r.status();
     *resp = ReleaseToProto(*r);
     return absl::OkStatus();

@@ -423,5 +423,34 @@ TEST_F(HardeningTest, Issue11OverloadIsShedAndRecovers) {
   }
 }
 
+// Issue 11: an audit log line for every state change.
+TEST_F(HardeningTest, Issue11StateChangesLeaveAuditLines) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  auto c = NewClient([](client::ClientOptions& o) { o.retry.max_attempts = 1; });
+  ASSERT_TRUE(c->CreateJob(JobRequest("aud", 0.5, 1e-6, "analytic")).ok());
+  EXPECT_FALSE(c->CreateJob(JobRequest("aud", 0.5, 1e-6, "analytic")).ok());  // exists
+  auto refused = c->AppendStep("aud", 1, {"gaussian:sigma=0.1"});
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_FALSE(refused->admitted());
+  ASSERT_TRUE(c->CloseJob("aud").ok());
+  ASSERT_TRUE(server_->Stop().ok());
+  std::ifstream in(server_->log_path());
+  std::vector<std::string> audit;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(" audit event=") != std::string::npos) audit.push_back(line);
+  }
+  ASSERT_EQ(audit.size(), 4u) << ::testing::PrintToString(audit);
+  EXPECT_THAT(audit[0], HasSubstr("event=job_create caller_tenant=- tenant=default job=aud "
+                                  "request_id=srv-"));
+  EXPECT_THAT(audit[0], HasSubstr("outcome=OK"));
+  EXPECT_THAT(audit[1], HasSubstr("event=job_create"));
+  EXPECT_THAT(audit[1], HasSubstr("outcome=ALREADY_EXISTS"));
+  EXPECT_THAT(audit[2], HasSubstr("event=admission_refused"));
+  EXPECT_THAT(audit[2], HasSubstr("job=aud"));
+  EXPECT_THAT(audit[2], HasSubstr("seq=1 reason="));
+  EXPECT_THAT(audit[3], HasSubstr("event=job_close"));
+  EXPECT_THAT(audit[3], HasSubstr("outcome=OK"));
+}
+
 }  // namespace
 }  // namespace dpledger::e2e
