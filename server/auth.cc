@@ -1,10 +1,15 @@
 #include "server/auth.h"
 
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
 #include <fstream>
 #include <sstream>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 
@@ -24,7 +29,37 @@ bool ValidTenant(std::string_view t) {
   return true;
 }
 
+constexpr std::string_view kDigestPrefix = "sha256:";
+
+std::array<uint8_t, 32> Sha256(std::string_view text) {
+  std::array<uint8_t, 32> d;
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), d.data());
+  return d;
+}
+
+// The digest a "sha256:HEX" field names; nullopt when it is not 64 hex digits.
+std::optional<std::array<uint8_t, 32>> ParseDigest(std::string_view hex) {
+  if (hex.size() != 64) return std::nullopt;
+  std::array<uint8_t, 32> d;
+  for (size_t i = 0; i < 32; ++i) {
+    int v = 0;
+    for (size_t j = 0; j < 2; ++j) {
+      const char c = absl::ascii_tolower(static_cast<unsigned char>(hex[2 * i + j]));
+      if (!absl::ascii_isxdigit(static_cast<unsigned char>(c))) return std::nullopt;
+      v = v * 16 + (c <= '9' ? c - '0' : c - 'a' + 10);
+    }
+    d[i] = static_cast<uint8_t>(v);
+  }
+  return d;
+}
+
 }  // namespace
+
+std::string TokenDigestHex(std::string_view token) {
+  const std::array<uint8_t, 32> d = Sha256(token);
+  return std::string(kDigestPrefix) +
+         absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(d.data()), d.size()));
+}
 
 std::string_view RoleName(Role role) { return role == Role::kWriter ? "writer" : "reader"; }
 
@@ -59,9 +94,21 @@ absl::StatusOr<TokenTable> TokenTable::Parse(std::string_view text) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "token file line %d: expected 'TOKEN TENANT ROLE', got %d fields", line_no, f.size()));
     }
-    if (f[0].size() < 16) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "token file line %d: token must be at least 16 characters", line_no));
+    Digest digest;
+    if (absl::StartsWith(f[0], Av(kDigestPrefix))) {
+      std::optional<Digest> d = ParseDigest(std::string_view(f[0]).substr(kDigestPrefix.size()));
+      if (!d.has_value()) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "token file line %d: a digest must be sha256: and 64 hex digits", line_no));
+      }
+      digest = *d;
+    } else {
+      if (f[0].size() < 16) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "token file line %d: token must be at least 16 characters", line_no));
+      }
+      digest = Sha256(f[0]);
+      ++table.plaintext_lines_;
     }
     if (!ValidTenant(f[1])) {
       return absl::InvalidArgumentError(absl::StrFormat(
@@ -77,12 +124,35 @@ absl::StatusOr<TokenTable> TokenTable::Parse(std::string_view text) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "token file line %d: role must be reader or writer, got '%s'", line_no, f[2]));
     }
-    if (!table.tokens_.emplace(f[0], Caller{f[1], role, false}).second) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("token file line %d: duplicate token", line_no));
+    for (const Entry& e : table.tokens_) {
+      if (e.digest == digest) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("token file line %d: duplicate token", line_no));
+      }
     }
+    table.tokens_.push_back({digest, Caller{f[1], role, false}});
   }
   return table;
+}
+
+std::string TokenTable::DescribeChangeFrom(const TokenTable& before) const {
+  int added = 0, changed = 0, kept = 0;
+  for (const Entry& e : tokens_) {
+    const Entry* old = nullptr;
+    for (const Entry& b : before.tokens_) {
+      if (b.digest == e.digest) old = &b;
+    }
+    if (old == nullptr) {
+      ++added;
+    } else if (old->caller.tenant != e.caller.tenant || old->caller.role != e.caller.role) {
+      ++changed;
+    } else {
+      ++kept;
+    }
+  }
+  const int removed = static_cast<int>(before.tokens_.size()) - kept - changed;
+  return absl::StrFormat("tokens=%d added=%d removed=%d changed=%d", tokens_.size(), added,
+                         removed, changed);
 }
 
 absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path) {
@@ -105,10 +175,14 @@ absl::StatusOr<Caller> TokenTable::Authenticate(
       !absl::EqualsIgnoreCase(Av(authorization->substr(0, kBearer.size())), Av(kBearer))) {
     return absl::UnauthenticatedError("authorization metadata must be 'Bearer TOKEN'");
   }
-  const std::string_view token = authorization->substr(kBearer.size());
-  auto it = tokens_.find(token);
-  if (it == tokens_.end()) return absl::UnauthenticatedError("unknown bearer token");
-  return it->second;
+  const Digest presented = Sha256(authorization->substr(kBearer.size()));
+  const Entry* found = nullptr;
+  for (const Entry& e : tokens_) {  // every entry, no early exit: constant time
+    const bool same = CRYPTO_memcmp(e.digest.data(), presented.data(), presented.size()) == 0;
+    if (same) found = &e;
+  }
+  if (found == nullptr) return absl::UnauthenticatedError("unknown bearer token");
+  return found->caller;
 }
 
 }  // namespace dpledger::server

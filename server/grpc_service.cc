@@ -77,10 +77,11 @@ void Audit(std::string_view event, const Caller& caller, std::string_view tenant
 }  // namespace
 
 GrpcLedgerService::GrpcLedgerService(LedgerService* service, Metrics* metrics,
-                                     const TokenTable* tokens, GrpcServiceOptions options)
+                                     std::shared_ptr<const TokenTable> tokens,
+                                     GrpcServiceOptions options)
     : service_(service),
       metrics_(metrics),
-      tokens_(tokens),
+      tokens_(std::move(tokens)),
       options_(options),
       streams_(options.streams, metrics),
       gate_(options.max_tenant_inflight_updates),
@@ -131,12 +132,23 @@ void GrpcLedgerService::ParseRequestsHere(
           this));
 }
 
+void GrpcLedgerService::SetTokens(std::shared_ptr<const TokenTable> tokens) {
+  std::lock_guard<std::mutex> lock(tokens_mu_);
+  tokens_ = std::move(tokens);
+}
+
+std::shared_ptr<const TokenTable> GrpcLedgerService::tokens() const {
+  std::lock_guard<std::mutex> lock(tokens_mu_);
+  return tokens_;
+}
+
 absl::StatusOr<Caller> GrpcLedgerService::Authenticate(const grpc::ServerContext* ctx) const {
-  if (tokens_ == nullptr) return Caller::Insecure();
+  const std::shared_ptr<const TokenTable> tokens = this->tokens();
+  if (tokens == nullptr) return Caller::Insecure();
   const auto& md = ctx->client_metadata();
   auto it = md.find("authorization");
-  if (it == md.end()) return tokens_->Authenticate(std::nullopt);
-  return tokens_->Authenticate(std::string_view(it->second.data(), it->second.size()));
+  if (it == md.end()) return tokens->Authenticate(std::nullopt);
+  return tokens->Authenticate(std::string_view(it->second.data(), it->second.size()));
 }
 
 absl::Status GrpcLedgerService::TakeRate(const Caller& caller, std::string_view requested) {

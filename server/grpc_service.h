@@ -10,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string_view>
 
@@ -34,8 +35,11 @@ struct GrpcServiceOptions {
 class GrpcLedgerService final : public v1::Ledger::Service {
  public:
   // tokens == nullptr: insecure mode (no authentication). All pointers must outlive this.
-  GrpcLedgerService(LedgerService* service, Metrics* metrics, const TokenTable* tokens,
-                    GrpcServiceOptions options = {});
+  GrpcLedgerService(LedgerService* service, Metrics* metrics,
+                    std::shared_ptr<const TokenTable> tokens, GrpcServiceOptions options = {});
+  // Replaces the token table (SIGHUP); calls in progress keep the one they authenticated with.
+  void SetTokens(std::shared_ptr<const TokenTable> tokens);
+  std::shared_ptr<const TokenTable> tokens() const;
 
   grpc::Status CreateJob(grpc::ServerContext* ctx, const v1::CreateJobRequest* req,
                          v1::Job* resp) override;
@@ -81,7 +85,8 @@ class GrpcLedgerService final : public v1::Ledger::Service {
 
   LedgerService* service_;
   Metrics* metrics_;
-  const TokenTable* tokens_;
+  mutable std::mutex tokens_mu_;
+  std::shared_ptr<const TokenTable> tokens_;  // null: no authentication (insecure)
   GrpcServiceOptions options_;
   StreamLimiter streams_;
   TenantGate gate_;

@@ -6,6 +6,7 @@
 // Every flag can also come from the environment as DPLEDGER_<FLAG> (upper case, '-' -> '_'),
 // e.g. DPLEDGER_DATA_DIR=/srv/dpledger; a command-line flag wins over the environment.
 // SIGTERM / SIGINT: graceful shutdown (drain RPCs and streams, commit, close the store).
+// SIGHUP: reload the token file (server.h ReloadTokens); open streams and calls go on.
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
@@ -44,7 +45,9 @@ ABSL_FLAG(bool, insecure, false, "plaintext and no authentication (local use onl
 ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate (required unless --insecure)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key (required unless --insecure)");
 ABSL_FLAG(std::string, token_file, "",
-          "bearer tokens, one 'TOKEN TENANT reader|writer' per line (required unless --insecure)");
+          "bearer tokens, one 'sha256:HEX TENANT reader|writer' per line, HEX the token's SHA-256 "
+          "(plaintext 'TOKEN ...' lines: deprecated); reloaded on SIGHUP (required unless "
+          "--insecure)");
 ABSL_FLAG(int, max_message_bytes, 16 << 20, "largest gRPC message accepted or sent");
 ABSL_FLAG(int, shutdown_grace_ms, 10000, "how long shutdown waits for in-flight RPCs");
 ABSL_FLAG(bool, full_integrity_check, false,
@@ -292,6 +295,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   const absl::StatusOr<dpledger::server::ServerOptions> options = OptionsFromFlags();
@@ -306,7 +310,12 @@ int main(int argc, char** argv) {
   }
   std::thread waiter([&] {
     int sig = 0;
-    sigwait(&signals, &sig);
+    for (;;) {
+      sigwait(&signals, &sig);
+      if (sig != SIGHUP) break;
+      spdlog::info("signal=SIGHUP received: reloading the token file");
+      (void)(*server)->ReloadTokens();  // logs the outcome; a bad file keeps the old tokens
+    }
     spdlog::info("signal={} received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     (*server)->Shutdown();
   });

@@ -192,6 +192,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     creds = grpc::SslServerCredentials(ssl);
   }
   // Tokens whenever a token file is given; --insecure alone means no authentication.
+  std::shared_ptr<const TokenTable> initial_tokens;
   if (!options.token_file.empty()) {
     absl::StatusOr<TokenTable> tokens = TokenTable::Load(options.token_file);
     if (!tokens.ok()) return tokens.status();
@@ -199,7 +200,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       return absl::InvalidArgumentError(
           absl::StrFormat("token_file '%s' holds no tokens", options.token_file));
     }
-    s->tokens_ = std::make_unique<TokenTable>(std::move(*tokens));
+    if (tokens->plaintext_lines() > 0) {
+      spdlog::warn("token_file '{}' holds {} plaintext token(s): replace each with "
+                   "sha256:<hex digest> (printf %s TOKEN | sha256sum); plaintext lines are "
+                   "deprecated and will be refused in a later release",
+                   options.token_file, tokens->plaintext_lines());
+    }
+    initial_tokens = std::make_shared<const TokenTable>(std::move(*tokens));
   }
 
   // Store: integrity, migrations, ledger consistency.
@@ -213,7 +220,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
 
   s->ledger_ = std::make_unique<LedgerService>(s->store_.get(), options.ledger, s->metrics_.get());
   s->service_ = std::make_unique<GrpcLedgerService>(s->ledger_.get(), s->metrics_.get(),
-                                                    s->tokens_.get(), options.grpc);
+                                                    initial_tokens, options.grpc);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -253,7 +260,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   spdlog::info(
       "dpledgerd listening={} port={} metrics={} tls={} auth={} accountant={} sample_backend={}",
       options.listen, s->port_, options.metrics_listen.empty() ? "-" : options.metrics_listen,
-      options.insecure ? "off" : "on", s->tokens_ ? "tokens" : "off",
+      options.insecure ? "off" : "on", initial_tokens ? "tokens" : "off",
       options.ledger.default_accountant, backend);
   return s;
 }
@@ -275,6 +282,31 @@ void Server::Shutdown() {
   ledger_->Shutdown();  // commits everything pending
   exposer_.reset();
   spdlog::info("shutdown complete: store flushed");
+}
+
+absl::Status Server::ReloadTokens() {
+  if (options_.token_file.empty()) {
+    spdlog::info("reload: no token file configured, nothing to reload");
+    return absl::OkStatus();
+  }
+  absl::StatusOr<TokenTable> fresh = TokenTable::Load(options_.token_file);
+  if (fresh.ok() && fresh->size() == 0) {
+    fresh = absl::InvalidArgumentError(
+        absl::StrFormat("token_file '%s' holds no tokens", options_.token_file));
+  }
+  if (!fresh.ok()) {
+    spdlog::error("reload: token file refused, the old tokens stay: {}",
+                  std::string(fresh.status().message()));
+    return fresh.status();
+  }
+  const std::shared_ptr<const TokenTable> old = service_->tokens();
+  spdlog::info("reload: token file '{}' loaded: {}{}", options_.token_file,
+               old ? fresh->DescribeChangeFrom(*old) : "tokens=" + std::to_string(fresh->size()),
+               fresh->plaintext_lines() > 0
+                   ? absl::StrFormat(" (%d plaintext lines: deprecated)", fresh->plaintext_lines())
+                   : "");
+  service_->SetTokens(std::make_shared<const TokenTable>(std::move(*fresh)));
+  return absl::OkStatus();
 }
 
 void Server::Wait() {

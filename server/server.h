@@ -64,6 +64,10 @@ class Server {
   void Shutdown();
   // Blocks until Shutdown has completed.
   void Wait();
+  // SIGHUP: reads the token file again and swaps it in without touching open calls, logging
+  // what changed; a file that does not load is refused (the error says why) and the old
+  // tokens stay. OK with nothing to do when there is no token file.
+  absl::Status ReloadTokens();
 
  private:
   Server() = default;
@@ -75,7 +79,6 @@ class Server {
   ServerOptions options_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Store> store_;
-  std::unique_ptr<TokenTable> tokens_;
   std::unique_ptr<LedgerService> ledger_;
   std::unique_ptr<GrpcLedgerService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

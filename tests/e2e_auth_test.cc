@@ -3,7 +3,11 @@
 // the right status; plaintext and untrusted-certificate clients cannot connect.
 // The certificates are made in the test with the openssl command line (a
 // self-signed CA and a server certificate for 127.0.0.1).
+#include <openssl/sha.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <thread>
 
 #include "core/util/test_support.h"
 #include "tests/e2e_fixture.h"
@@ -18,6 +22,15 @@ using Code = absl::StatusCode;
 constexpr char kWriterA[] = "writer-token-team-a-0123456789";
 constexpr char kReaderA[] = "reader-token-team-a-0123456789";
 constexpr char kWriterB[] = "writer-token-team-b-0123456789";
+
+// A token file line's first field for `token` (as server/auth.h TokenDigestHex).
+std::string ServerDigest(const std::string& token) {
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), d);
+  std::string hex = "sha256:";
+  for (unsigned char b : d) hex += absl::StrFormat("%02x", b);
+  return hex;
+}
 
 std::string OpenSsl() {
   for (const char* p : {"/usr/bin/openssl", "/usr/local/bin/openssl", "/bin/openssl"}) {
@@ -207,6 +220,56 @@ TEST_F(AuthTest, Issue11MismatchedCertificateAndKeyAreNamedAtStart) {
   EXPECT_EQ(swapped.exit_code, 1);
   EXPECT_THAT(swapped.err, HasSubstr("tls_cert '" + dir_.File("server.key") +
                                      "' holds no PEM certificate"));
+}
+
+// Issue 11: SIGHUP reloads the token file (SHA-256 digest lines) without dropping a stream;
+// a malformed file is refused and the old tokens stay.
+TEST_F(AuthTest, Issue11SighupReloadsTokensAndKeepsStreams) {
+  constexpr char kWriterC[] = "writer-token-team-c-0123456789";
+  auto a = As(kWriterA);
+  ASSERT_TRUE(a->CreateJob(JobRequest("held", 10, 1e-6, "analytic")).ok());
+  auto stream = a->OpenStream("held");
+  v1::StepUpdate u;
+  u.set_seq(1);
+  u.add_steps()->set_spec("gaussian:sigma=100");
+  ASSERT_TRUE(stream->Write(u).ok());
+  auto ack1 = stream->Read();
+  ASSERT_TRUE(ack1.ok() && ack1->admitted()) << ack1.status();
+
+  // New file: A kept (as a digest), B gone, C new.
+  WriteFileOrDie(dir_.File("tokens"),
+                 absl::StrFormat("%s team-a writer\n%s team-c writer\n",
+                                 ServerDigest(kWriterA), ServerDigest(kWriterC)));
+  server_->Signal(SIGHUP);
+  auto c = As(kWriterC);
+  absl::StatusOr<v1::ListJobsResponse> listed;
+  for (int i = 0; i < 100; ++i) {  // the reload is asynchronous: up to 10 s
+    listed = c->ListJobs({});
+    if (listed.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(listed.ok()) << listed.status();
+  EXPECT_THAT(As(kWriterB)->GetJob("any"), StatusIs(Code::kUnauthenticated, HasSubstr("unknown")));
+  // The stream opened under the old table goes on.
+  u.set_seq(2);
+  ASSERT_TRUE(stream->Write(u).ok());
+  auto ack2 = stream->Read();
+  ASSERT_TRUE(ack2.ok()) << ack2.status();
+  EXPECT_TRUE(ack2->admitted());
+  EXPECT_EQ(stream->reconnects(), 0);
+  EXPECT_TRUE(stream->Close().ok());
+
+  // A malformed file is refused; C still works.
+  WriteFileOrDie(dir_.File("tokens"), "sha256:nothex team-c writer\n");
+  server_->Signal(SIGHUP);
+  std::string log;
+  for (int i = 0; i < 100 && log.find("token file refused") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    log = server_->LogTail(100000);
+  }
+  EXPECT_THAT(log, HasSubstr("reload: token file refused, the old tokens stay"));
+  EXPECT_THAT(log, HasSubstr("tokens=2 added=1 removed=2 changed=0"));
+  EXPECT_TRUE(c->ListJobs({}).ok());
 }
 
 TEST_F(AuthTest, CliReadsTokenAndCaFromFlags) {
