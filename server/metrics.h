@@ -21,7 +21,7 @@
 //   dpledger_cached_job_bytes                  gauge (their accountants' CacheBytes)
 //   dpledger_shed_total{reason}                counter: requests refused or streams ended by a
 //                                              limit (issue 11): streams_server|streams_tenant|
-//                                              rate_tenant|concurrency_tenant|stream_idle|
+//                                              rate_tenant|stream_idle|
 //                                              stream_stalled|shutdown
 //   dpledger_open_streams                      gauge (StreamSteps calls open)
 //
