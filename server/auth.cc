@@ -3,8 +3,7 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
-#include <fstream>
-#include <sstream>
+#include <functional>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -12,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "server/read_file.h"
 
 namespace dpledger::server {
 namespace {
@@ -30,6 +30,22 @@ bool ValidTenant(std::string_view t) {
 }
 
 constexpr std::string_view kDigestPrefix = "sha256:";
+
+using EntryFn = std::function<absl::Status(int line_no, const std::string& key,
+                                           const std::string& tenant, Role role)>;
+
+// Each "KEY TENANT ROLE" line of `text` ('#' comments and blank lines skipped) checked for
+// its field count, tenant and role, then handed to `fn`; the first error stops.
+absl::Status ForEachEntry(std::string_view text, std::string_view file, std::string_view key_name,
+                          const EntryFn& fn);
+
+absl::StatusOr<Role> ParseRole(std::string_view role, std::string_view file, int line_no) {
+  if (role == "writer") return Role::kWriter;
+  if (role == "reader") return Role::kReader;
+  return absl::InvalidArgumentError(absl::StrFormat("%s line %d: role must be reader or writer, got '%s'",
+                                                    std::string(file), line_no, std::string(role)));
+}
+
 
 std::array<uint8_t, 32> Sha256(std::string_view text) {
   std::array<uint8_t, 32> d;
@@ -51,6 +67,31 @@ std::optional<std::array<uint8_t, 32>> ParseDigest(std::string_view hex) {
     d[i] = static_cast<uint8_t>(v);
   }
   return d;
+}
+
+absl::Status ForEachEntry(std::string_view text, std::string_view file, std::string_view key_name,
+                          const EntryFn& fn) {
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(Av(text), '\n')) {
+    ++line_no;
+    if (size_t hash = line.find('#'); hash != absl::string_view::npos) line = line.substr(0, hash);
+    std::vector<std::string> f = absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
+    if (f.empty()) continue;
+    if (f.size() != 3) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s line %d: expected '%s TENANT ROLE', got %d fields", std::string(file),
+                          line_no, std::string(key_name), f.size()));
+    }
+    if (!ValidTenant(f[1])) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s line %d: tenant must be 1..64 characters of [A-Za-z0-9._-], got '%s'",
+          std::string(file), line_no, f[1]));
+    }
+    absl::StatusOr<Role> role = ParseRole(f[2], file, line_no);
+    if (!role.ok()) return role.status();
+    if (absl::Status s = fn(line_no, f[0], f[1], *role); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -84,54 +125,35 @@ absl::StatusOr<std::string> Authorize(const Caller& caller, std::string_view req
 
 absl::StatusOr<TokenTable> TokenTable::Parse(std::string_view text) {
   TokenTable table;
-  int line_no = 0;
-  for (absl::string_view line : absl::StrSplit(Av(text), '\n')) {
-    ++line_no;
-    if (size_t hash = line.find('#'); hash != absl::string_view::npos) line = line.substr(0, hash);
-    std::vector<std::string> f = absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
-    if (f.empty()) continue;
-    if (f.size() != 3) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "token file line %d: expected 'TOKEN TENANT ROLE', got %d fields", line_no, f.size()));
-    }
-    Digest digest;
-    if (absl::StartsWith(f[0], Av(kDigestPrefix))) {
-      std::optional<Digest> d = ParseDigest(std::string_view(f[0]).substr(kDigestPrefix.size()));
-      if (!d.has_value()) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "token file line %d: a digest must be sha256: and 64 hex digits", line_no));
-      }
-      digest = *d;
-    } else {
-      if (f[0].size() < 16) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "token file line %d: token must be at least 16 characters", line_no));
-      }
-      digest = Sha256(f[0]);
-      ++table.plaintext_lines_;
-    }
-    if (!ValidTenant(f[1])) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "token file line %d: tenant must be 1..64 characters of [A-Za-z0-9._-], got '%s'",
-          line_no, f[1]));
-    }
-    Role role;
-    if (f[2] == "writer") {
-      role = Role::kWriter;
-    } else if (f[2] == "reader") {
-      role = Role::kReader;
-    } else {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "token file line %d: role must be reader or writer, got '%s'", line_no, f[2]));
-    }
-    for (const Entry& e : table.tokens_) {
-      if (e.digest == digest) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("token file line %d: duplicate token", line_no));
-      }
-    }
-    table.tokens_.push_back({digest, Caller{f[1], role, false}});
-  }
+  absl::Status s = ForEachEntry(
+      text, "token file", "TOKEN",
+      [&](int line_no, const std::string& token, const std::string& tenant, Role role) {
+        Digest digest;
+        if (absl::StartsWith(token, Av(kDigestPrefix))) {
+          std::optional<Digest> d = ParseDigest(std::string_view(token).substr(kDigestPrefix.size()));
+          if (!d.has_value()) {
+            return absl::InvalidArgumentError(absl::StrFormat(
+                "token file line %d: a digest must be sha256: and 64 hex digits", line_no));
+          }
+          digest = *d;
+        } else {
+          if (token.size() < 16) {
+            return absl::InvalidArgumentError(absl::StrFormat(
+                "token file line %d: token must be at least 16 characters", line_no));
+          }
+          digest = Sha256(token);
+          ++table.plaintext_lines_;
+        }
+        for (const Entry& e : table.tokens_) {
+          if (e.digest == digest) {
+            return absl::InvalidArgumentError(
+                absl::StrFormat("token file line %d: duplicate token", line_no));
+          }
+        }
+        table.tokens_.push_back({digest, Caller{tenant, role, false}});
+        return absl::OkStatus();
+      });
+  if (!s.ok()) return s;
   return table;
 }
 
@@ -156,13 +178,38 @@ std::string TokenTable::DescribeChangeFrom(const TokenTable& before) const {
 }
 
 absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::InvalidArgumentError(absl::StrFormat("token_file '%s' cannot be read", path));
+  absl::StatusOr<std::string> text = ReadFileToString(path, "token_file");
+  if (!text.ok()) return text.status();
+  return Parse(*text);
+}
+
+absl::StatusOr<ClientCertMap> ClientCertMap::Parse(std::string_view text) {
+  ClientCertMap map;
+  absl::Status s = ForEachEntry(
+      text, "client_cert_map", "COMMON_NAME",
+      [&](int line_no, const std::string& name, const std::string& tenant, Role role) {
+        if (map.Find(name).has_value()) {
+          return absl::InvalidArgumentError(
+              absl::StrFormat("client_cert_map line %d: duplicate common name", line_no));
+        }
+        map.names_.push_back({name, Caller{tenant, role, false}});
+        return absl::OkStatus();
+      });
+  if (!s.ok()) return s;
+  return map;
+}
+
+absl::StatusOr<ClientCertMap> ClientCertMap::Load(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFileToString(path, "client_cert_map");
+  if (!text.ok()) return text.status();
+  return Parse(*text);
+}
+
+std::optional<Caller> ClientCertMap::Find(std::string_view common_name) const {
+  for (const auto& [name, caller] : names_) {
+    if (name == common_name) return caller;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return Parse(ss.str());
+  return std::nullopt;
 }
 
 absl::StatusOr<Caller> TokenTable::Authenticate(

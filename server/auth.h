@@ -68,6 +68,21 @@ class TokenTable {
   int plaintext_lines_ = 0;
 };
 
+// Mutual TLS (issue 11): client certificates, verified against --tls-client-ca, name their
+// caller by the certificate's subject common name. Map file: one "COMMON_NAME TENANT ROLE"
+// per line (whitespace separated, so a common name without spaces), '#' comments.
+class ClientCertMap {
+ public:
+  static absl::StatusOr<ClientCertMap> Parse(std::string_view text);
+  static absl::StatusOr<ClientCertMap> Load(const std::string& path);
+  // The caller a verified certificate with `common_name` stands for; nullopt when unmapped.
+  std::optional<Caller> Find(std::string_view common_name) const;
+  size_t size() const { return names_.size(); }
+
+ private:
+  std::vector<std::pair<std::string, Caller>> names_;
+};
+
 // "sha256:" and the lower-case hex SHA-256 digest of `token`: what a token file line holds.
 std::string TokenDigestHex(std::string_view token);
 

@@ -54,6 +54,23 @@ TEST(Auth, Issue11DigestLinesAuthenticateTheirTokens) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 3: duplicate")));
 }
 
+TEST(Auth, Issue11ClientCertMapNamesCallersByCommonName) {
+  absl::StatusOr<ClientCertMap> m =
+      ClientCertMap::Parse("# cn tenant role\nrunner-a team-a writer\ndash-a team-a reader\n");
+  ASSERT_THAT(m, IsOk());
+  EXPECT_EQ(m->size(), 2u);
+  std::optional<Caller> c = m->Find("dash-a");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->tenant, "team-a");
+  EXPECT_EQ(c->role, Role::kReader);
+  EXPECT_FALSE(c->any_tenant);
+  EXPECT_FALSE(m->Find("runner").has_value());
+  EXPECT_THAT(ClientCertMap::Parse("a team-a admin\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("client_cert_map line 1: role")));
+  EXPECT_THAT(ClientCertMap::Parse("a t writer\na t reader\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 2: duplicate")));
+}
+
 TEST(Auth, MalformedTokenFilesNameTheLine) {
   EXPECT_THAT(TokenTable::Parse("short alice writer\n"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 1")));
   EXPECT_THAT(TokenTable::Parse("\nalice-writer-0123456789 alice admin\n"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 2: role")));

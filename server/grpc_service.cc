@@ -78,10 +78,12 @@ void Audit(std::string_view event, const Caller& caller, std::string_view tenant
 
 GrpcLedgerService::GrpcLedgerService(LedgerService* service, Metrics* metrics,
                                      std::shared_ptr<const TokenTable> tokens,
-                                     GrpcServiceOptions options)
+                                     GrpcServiceOptions options,
+                                     std::shared_ptr<const ClientCertMap> cert_map)
     : service_(service),
       metrics_(metrics),
       tokens_(std::move(tokens)),
+      cert_map_(std::move(cert_map)),
       options_(options),
       streams_(options.streams, metrics),
       gate_(options.max_tenant_inflight_updates),
@@ -143,7 +145,22 @@ std::shared_ptr<const TokenTable> GrpcLedgerService::tokens() const {
 }
 
 absl::StatusOr<Caller> GrpcLedgerService::Authenticate(const grpc::ServerContext* ctx) const {
+  if (cert_map_ != nullptr) {
+    // gRPC has verified the certificate against --tls-client-ca before the call starts.
+    const std::shared_ptr<const grpc::AuthContext> auth = ctx->auth_context();
+    if (auth != nullptr && auth->IsPeerAuthenticated()) {
+      for (const grpc::string_ref& cn : auth->FindPropertyValues("x509_common_name")) {
+        if (std::optional<Caller> c = cert_map_->Find(std::string_view(cn.data(), cn.size()))) {
+          return *c;
+        }
+      }
+    }
+  }
   const std::shared_ptr<const TokenTable> tokens = this->tokens();
+  if (tokens == nullptr && cert_map_ != nullptr) {
+    return absl::UnauthenticatedError(
+        "a client certificate whose common name is in client_cert_map is required");
+  }
   if (tokens == nullptr) return Caller::Insecure();
   const auto& md = ctx->client_metadata();
   auto it = md.find("authorization");

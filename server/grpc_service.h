@@ -35,8 +35,10 @@ struct GrpcServiceOptions {
 class GrpcLedgerService final : public v1::Ledger::Service {
  public:
   // tokens == nullptr: insecure mode (no authentication). All pointers must outlive this.
+  // cert_map: callers named by verified client certificates (mutual TLS), tried before tokens.
   GrpcLedgerService(LedgerService* service, Metrics* metrics,
-                    std::shared_ptr<const TokenTable> tokens, GrpcServiceOptions options = {});
+                    std::shared_ptr<const TokenTable> tokens, GrpcServiceOptions options = {},
+                    std::shared_ptr<const ClientCertMap> cert_map = nullptr);
   // Replaces the token table (SIGHUP); calls in progress keep the one they authenticated with.
   void SetTokens(std::shared_ptr<const TokenTable> tokens);
   std::shared_ptr<const TokenTable> tokens() const;
@@ -87,6 +89,7 @@ class GrpcLedgerService final : public v1::Ledger::Service {
   Metrics* metrics_;
   mutable std::mutex tokens_mu_;
   std::shared_ptr<const TokenTable> tokens_;  // null: no authentication (insecure)
+  const std::shared_ptr<const ClientCertMap> cert_map_;
   GrpcServiceOptions options_;
   StreamLimiter streams_;
   TenantGate gate_;

@@ -48,6 +48,11 @@ ABSL_FLAG(std::string, token_file, "",
           "bearer tokens, one 'sha256:HEX TENANT reader|writer' per line, HEX the token's SHA-256 "
           "(plaintext 'TOKEN ...' lines: deprecated); reloaded on SIGHUP (required unless "
           "--insecure)");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA of client certificates: mutual TLS (with --client-cert-map); a verified "
+          "certificate's common name names the caller, token callers keep working");
+ABSL_FLAG(std::string, client_cert_map, "",
+          "client certificates to callers, one 'COMMON_NAME TENANT reader|writer' per line");
 ABSL_FLAG(int, max_message_bytes, 16 << 20, "largest gRPC message accepted or sent");
 ABSL_FLAG(int, shutdown_grace_ms, 10000, "how long shutdown waits for in-flight RPCs");
 ABSL_FLAG(bool, full_integrity_check, false,
@@ -116,7 +121,7 @@ namespace {
 constexpr const char* kFlagNames[] = {
     "listen", "data_dir", "store", "postgres_url", "postgres_pool_size",
     "store_ping_interval_ms", "metrics_listen", "insecure", "tls_cert", "tls_key",
-    "token_file", "max_message_bytes", "shutdown_grace_ms", "full_integrity_check",
+    "token_file", "tls_client_ca", "client_cert_map", "max_message_bytes", "shutdown_grace_ms", "full_integrity_check",
     "check_ledger", "default_accountant", "max_jobs_per_tenant", "max_updates_per_request",
     "max_steps_per_update", "max_cached_jobs", "max_cached_bytes", "max_pool_bytes", "max_admission_group", "max_payload_bytes",
     "group_commit_max_batches", "group_commit_delay_us", "max_stream_inflight",
@@ -212,6 +217,8 @@ absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
   o.tls_cert = absl::GetFlag(FLAGS_tls_cert);
   o.tls_key = absl::GetFlag(FLAGS_tls_key);
   o.token_file = absl::GetFlag(FLAGS_token_file);
+  o.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  o.client_cert_map = absl::GetFlag(FLAGS_client_cert_map);
   o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   o.shutdown_grace_ms = absl::GetFlag(FLAGS_shutdown_grace_ms);
   o.full_integrity_check = absl::GetFlag(FLAGS_full_integrity_check);

@@ -1,8 +1,6 @@
 #include "server/server.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -11,6 +9,7 @@
 #include <prometheus/registry.h>
 
 #include "absl/strings/str_format.h"
+#include "server/read_file.h"
 #include "server/tls_files.h"
 #include "core/mc/mc_estimate.h"
 #include "core/registry/accountant_registry.h"
@@ -21,17 +20,6 @@
 #include "spdlog/spdlog.h"
 
 namespace dpledger::server {
-
-absl::StatusOr<std::string> ReadFileToString(const std::string& path, std::string_view field) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s '%s' cannot be read", std::string(field), path));
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 absl::Status Server::OpenStore() {
   const ServerOptions& options = options_;
@@ -166,6 +154,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
 
   // Security settings first: refuse to start half-configured.
+  std::shared_ptr<const ClientCertMap> cert_map;
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (options.insecure) {
     creds = grpc::InsecureServerCredentials();
@@ -176,8 +165,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       return absl::InvalidArgumentError(
           "tls_cert and tls_key are required (or --insecure for plaintext without auth)");
     }
-    if (options.token_file.empty()) {
-      return absl::InvalidArgumentError("token_file is required unless --insecure");
+    if (options.token_file.empty() && options.client_cert_map.empty()) {
+      return absl::InvalidArgumentError(
+          "token_file (or tls_client_ca with client_cert_map) is required unless --insecure");
+    }
+    if (options.tls_client_ca.empty() != options.client_cert_map.empty()) {
+      return absl::InvalidArgumentError(
+          "tls_client_ca and client_cert_map go together (mutual TLS)");
     }
     absl::StatusOr<std::string> cert = ReadFileToString(options.tls_cert, "tls_cert");
     if (!cert.ok()) return cert.status();
@@ -189,6 +183,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     }
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    if (!options.tls_client_ca.empty()) {
+      absl::StatusOr<std::string> ca = ReadFileToString(options.tls_client_ca, "tls_client_ca");
+      if (!ca.ok()) return ca.status();
+      absl::StatusOr<ClientCertMap> map = ClientCertMap::Load(options.client_cert_map);
+      if (!map.ok()) return map.status();
+      // Verified when presented, optional otherwise: token clients keep working.
+      ssl.pem_root_certs = *ca;
+      ssl.client_certificate_request = GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
+      cert_map = std::make_shared<const ClientCertMap>(std::move(*map));
+    }
     creds = grpc::SslServerCredentials(ssl);
   }
   // Tokens whenever a token file is given; --insecure alone means no authentication.
@@ -220,7 +224,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
 
   s->ledger_ = std::make_unique<LedgerService>(s->store_.get(), options.ledger, s->metrics_.get());
   s->service_ = std::make_unique<GrpcLedgerService>(s->ledger_.get(), s->metrics_.get(),
-                                                    initial_tokens, options.grpc);
+                                                    initial_tokens, options.grpc, cert_map);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -260,7 +264,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   spdlog::info(
       "dpledgerd listening={} port={} metrics={} tls={} auth={} accountant={} sample_backend={}",
       options.listen, s->port_, options.metrics_listen.empty() ? "-" : options.metrics_listen,
-      options.insecure ? "off" : "on", initial_tokens ? "tokens" : "off",
+      options.insecure ? "off" : "on",
+      std::string(initial_tokens ? "tokens" : "") + (cert_map ? "+client-certs" : "") +
+          (initial_tokens || cert_map ? "" : "off"),
       options.ledger.default_accountant, backend);
   return s;
 }

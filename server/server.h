@@ -41,6 +41,8 @@ struct ServerOptions {
   std::string tls_key;
   std::string token_file;                     // required unless insecure (auth.h format);
                                               // with insecure: tokens over plaintext (tests)
+  std::string tls_client_ca;                  // PEM CA of client certificates (mutual TLS);
+  std::string client_cert_map;                // with it: COMMON_NAME TENANT ROLE (auth.h)
   int max_message_bytes = 16 << 20;           // gRPC receive/send limit
   int shutdown_grace_ms = 10000;              // drain time for in-flight RPCs and streams
   bool full_integrity_check = false;          // PRAGMA integrity_check instead of quick_check
@@ -91,8 +93,5 @@ class Server {
   bool stop_watching_ = false;
   std::thread watcher_;
 };
-
-// Reads a whole file (TLS PEMs); INVALID_ARGUMENT naming `field` when it cannot be read.
-absl::StatusOr<std::string> ReadFileToString(const std::string& path, std::string_view field);
 
 }  // namespace dpledger::server

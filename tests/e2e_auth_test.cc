@@ -3,6 +3,7 @@
 // the right status; plaintext and untrusted-certificate clients cannot connect.
 // The certificates are made in the test with the openssl command line (a
 // self-signed CA and a server certificate for 127.0.0.1).
+#include <grpcpp/grpcpp.h>
 #include <openssl/sha.h>
 #include <signal.h>
 #include <unistd.h>
@@ -270,6 +271,67 @@ TEST_F(AuthTest, Issue11SighupReloadsTokensAndKeepsStreams) {
   EXPECT_THAT(log, HasSubstr("reload: token file refused, the old tokens stay"));
   EXPECT_THAT(log, HasSubstr("tokens=2 added=1 removed=2 changed=0"));
   EXPECT_TRUE(c->ListJobs({}).ok());
+}
+
+// Issue 11: mutual TLS. A client certificate signed by --tls-client-ca whose common name is
+// in --client-cert-map is that tenant and role, without a token; an unmapped certificate
+// needs a token as before.
+TEST_F(AuthTest, Issue11ClientCertificatesMapToTenantAndRole) {
+  const std::string openssl = OpenSsl();
+  for (const std::string cn : {"runner-a", "dash-a", "stranger"}) {
+    const std::string key = dir_.File(cn + ".key"), csr = dir_.File(cn + ".csr");
+    for (const auto& argv : std::vector<std::vector<std::string>>{
+             {openssl, "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr,
+              "-subj", "/CN=" + cn},
+             {openssl, "x509", "-req", "-in", csr, "-CA", dir_.File("ca.crt"), "-CAkey",
+              dir_.File("ca.key"), "-CAcreateserial", "-out", dir_.File(cn + ".crt"), "-days",
+              "2"}}) {
+      CommandResult r = RunCommand(argv, 60000);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+  }
+  WriteFileOrDie(dir_.File("certmap"), "runner-a team-a writer\ndash-a team-a reader\n");
+  ASSERT_TRUE(server_->Stop().ok());
+  ServerConfig config;
+  config.insecure = false;
+  config.tls_cert = dir_.File("server.crt");
+  config.tls_key = dir_.File("server.key");
+  config.token_file = dir_.File("tokens");
+  config.extra_args = {"--tls-client-ca", dir_.File("ca.crt"), "--client-cert-map",
+                       dir_.File("certmap")};
+  config.probe.tls = true;
+  config.probe.tls_ca_pem = ca_pem_;
+  ASSERT_NO_FATAL_FAILURE(StartServer(config));
+
+  auto stub_as = [&](const std::string& cn) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = ca_pem_;
+    ssl.pem_private_key = *client::ReadFile(dir_.File(cn + ".key"));
+    ssl.pem_cert_chain = *client::ReadFile(dir_.File(cn + ".crt"));
+    return v1::Ledger::NewStub(
+        grpc::CreateChannel(server_->address(), grpc::SslCredentials(ssl)));
+  };
+  auto create = [&](v1::Ledger::Stub& stub, const std::string& job) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::CreateJobRequest r = JobRequest(job, 1, 1e-6);
+    v1::Job out;
+    grpc::Status s = stub.CreateJob(&ctx, r, &out);
+    return std::make_pair(s, out);
+  };
+  auto runner = stub_as("runner-a");
+  auto [made, job] = create(*runner, "by-cert");
+  ASSERT_TRUE(made.ok()) << made.error_message();
+  EXPECT_EQ(job.tenant(), "team-a");
+  // The token holder of team-a sees it; the reader certificate may not write.
+  EXPECT_TRUE(As(kReaderA)->GetJob("by-cert").ok());
+  auto dash = stub_as("dash-a");
+  EXPECT_EQ(create(*dash, "x").first.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  // An unmapped certificate is no identity: without a token, UNAUTHENTICATED.
+  auto stranger = stub_as("stranger");
+  EXPECT_EQ(create(*stranger, "y").first.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // Token clients (no certificate) keep working.
+  EXPECT_TRUE(As(kWriterB)->CreateJob(JobRequest("by-token", 1, 1e-6)).ok());
 }
 
 TEST_F(AuthTest, CliReadsTokenAndCaFromFlags) {
