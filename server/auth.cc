@@ -1,12 +1,17 @@
 #include "server/auth.h"
 
-#include <fstream>
-#include <sstream>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+#include <functional>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "server/read_file.h"
 
 namespace dpledger::server {
 namespace {
@@ -24,7 +29,78 @@ bool ValidTenant(std::string_view t) {
   return true;
 }
 
+constexpr std::string_view kDigestPrefix = "sha256:";
+
+using EntryFn = std::function<absl::Status(int line_no, const std::string& key,
+                                           const std::string& tenant, Role role)>;
+
+// Each "KEY TENANT ROLE" line of `text` ('#' comments and blank lines skipped) checked for
+// its field count, tenant and role, then handed to `fn`; the first error stops.
+absl::Status ForEachEntry(std::string_view text, std::string_view file, std::string_view key_name,
+                          const EntryFn& fn);
+
+absl::StatusOr<Role> ParseRole(std::string_view role, std::string_view file, int line_no) {
+  if (role == "writer") return Role::kWriter;
+  if (role == "reader") return Role::kReader;
+  return absl::InvalidArgumentError(absl::StrFormat("%s line %d: role must be reader or writer, got '%s'",
+                                                    std::string(file), line_no, std::string(role)));
+}
+
+
+std::array<uint8_t, 32> Sha256(std::string_view text) {
+  std::array<uint8_t, 32> d;
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), d.data());
+  return d;
+}
+
+// The digest a "sha256:HEX" field names; nullopt when it is not 64 hex digits.
+std::optional<std::array<uint8_t, 32>> ParseDigest(std::string_view hex) {
+  if (hex.size() != 64) return std::nullopt;
+  std::array<uint8_t, 32> d;
+  for (size_t i = 0; i < 32; ++i) {
+    int v = 0;
+    for (size_t j = 0; j < 2; ++j) {
+      const char c = absl::ascii_tolower(static_cast<unsigned char>(hex[2 * i + j]));
+      if (!absl::ascii_isxdigit(static_cast<unsigned char>(c))) return std::nullopt;
+      v = v * 16 + (c <= '9' ? c - '0' : c - 'a' + 10);
+    }
+    d[i] = static_cast<uint8_t>(v);
+  }
+  return d;
+}
+
+absl::Status ForEachEntry(std::string_view text, std::string_view file, std::string_view key_name,
+                          const EntryFn& fn) {
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(Av(text), '\n')) {
+    ++line_no;
+    if (size_t hash = line.find('#'); hash != absl::string_view::npos) line = line.substr(0, hash);
+    std::vector<std::string> f = absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
+    if (f.empty()) continue;
+    if (f.size() != 3) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s line %d: expected '%s TENANT ROLE', got %d fields", std::string(file),
+                          line_no, std::string(key_name), f.size()));
+    }
+    if (!ValidTenant(f[1])) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s line %d: tenant must be 1..64 characters of [A-Za-z0-9._-], got '%s'",
+          std::string(file), line_no, f[1]));
+    }
+    absl::StatusOr<Role> role = ParseRole(f[2], file, line_no);
+    if (!role.ok()) return role.status();
+    if (absl::Status s = fn(line_no, f[0], f[1], *role); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::string TokenDigestHex(std::string_view token) {
+  const std::array<uint8_t, 32> d = Sha256(token);
+  return std::string(kDigestPrefix) +
+         absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(d.data()), d.size()));
+}
 
 std::string_view RoleName(Role role) { return role == Role::kWriter ? "writer" : "reader"; }
 
@@ -49,50 +125,91 @@ absl::StatusOr<std::string> Authorize(const Caller& caller, std::string_view req
 
 absl::StatusOr<TokenTable> TokenTable::Parse(std::string_view text) {
   TokenTable table;
-  int line_no = 0;
-  for (absl::string_view line : absl::StrSplit(Av(text), '\n')) {
-    ++line_no;
-    if (size_t hash = line.find('#'); hash != absl::string_view::npos) line = line.substr(0, hash);
-    std::vector<std::string> f = absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
-    if (f.empty()) continue;
-    if (f.size() != 3) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "token file line %d: expected 'TOKEN TENANT ROLE', got %d fields", line_no, f.size()));
-    }
-    if (f[0].size() < 16) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "token file line %d: token must be at least 16 characters", line_no));
-    }
-    if (!ValidTenant(f[1])) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "token file line %d: tenant must be 1..64 characters of [A-Za-z0-9._-], got '%s'",
-          line_no, f[1]));
-    }
-    Role role;
-    if (f[2] == "writer") {
-      role = Role::kWriter;
-    } else if (f[2] == "reader") {
-      role = Role::kReader;
-    } else {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "token file line %d: role must be reader or writer, got '%s'", line_no, f[2]));
-    }
-    if (!table.tokens_.emplace(f[0], Caller{f[1], role, false}).second) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("token file line %d: duplicate token", line_no));
-    }
-  }
+  absl::Status s = ForEachEntry(
+      text, "token file", "TOKEN",
+      [&](int line_no, const std::string& token, const std::string& tenant, Role role) {
+        Digest digest;
+        if (absl::StartsWith(token, Av(kDigestPrefix))) {
+          std::optional<Digest> d = ParseDigest(std::string_view(token).substr(kDigestPrefix.size()));
+          if (!d.has_value()) {
+            return absl::InvalidArgumentError(absl::StrFormat(
+                "token file line %d: a digest must be sha256: and 64 hex digits", line_no));
+          }
+          digest = *d;
+        } else {
+          if (token.size() < 16) {
+            return absl::InvalidArgumentError(absl::StrFormat(
+                "token file line %d: token must be at least 16 characters", line_no));
+          }
+          digest = Sha256(token);
+          ++table.plaintext_lines_;
+        }
+        for (const Entry& e : table.tokens_) {
+          if (e.digest == digest) {
+            return absl::InvalidArgumentError(
+                absl::StrFormat("token file line %d: duplicate token", line_no));
+          }
+        }
+        table.tokens_.push_back({digest, Caller{tenant, role, false}});
+        return absl::OkStatus();
+      });
+  if (!s.ok()) return s;
   return table;
 }
 
-absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::InvalidArgumentError(absl::StrFormat("token_file '%s' cannot be read", path));
+std::string TokenTable::DescribeChangeFrom(const TokenTable& before) const {
+  int added = 0, changed = 0, kept = 0;
+  for (const Entry& e : tokens_) {
+    const Entry* old = nullptr;
+    for (const Entry& b : before.tokens_) {
+      if (b.digest == e.digest) old = &b;
+    }
+    if (old == nullptr) {
+      ++added;
+    } else if (old->caller.tenant != e.caller.tenant || old->caller.role != e.caller.role) {
+      ++changed;
+    } else {
+      ++kept;
+    }
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return Parse(ss.str());
+  const int removed = static_cast<int>(before.tokens_.size()) - kept - changed;
+  return absl::StrFormat("tokens=%d added=%d removed=%d changed=%d", tokens_.size(), added,
+                         removed, changed);
+}
+
+absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFileToString(path, "token_file");
+  if (!text.ok()) return text.status();
+  return Parse(*text);
+}
+
+absl::StatusOr<ClientCertMap> ClientCertMap::Parse(std::string_view text) {
+  ClientCertMap map;
+  absl::Status s = ForEachEntry(
+      text, "client_cert_map", "COMMON_NAME",
+      [&](int line_no, const std::string& name, const std::string& tenant, Role role) {
+        if (map.Find(name).has_value()) {
+          return absl::InvalidArgumentError(
+              absl::StrFormat("client_cert_map line %d: duplicate common name", line_no));
+        }
+        map.names_.push_back({name, Caller{tenant, role, false}});
+        return absl::OkStatus();
+      });
+  if (!s.ok()) return s;
+  return map;
+}
+
+absl::StatusOr<ClientCertMap> ClientCertMap::Load(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFileToString(path, "client_cert_map");
+  if (!text.ok()) return text.status();
+  return Parse(*text);
+}
+
+std::optional<Caller> ClientCertMap::Find(std::string_view common_name) const {
+  for (const auto& [name, caller] : names_) {
+    if (name == common_name) return caller;
+  }
+  return std::nullopt;
 }
 
 absl::StatusOr<Caller> TokenTable::Authenticate(
@@ -105,10 +222,14 @@ absl::StatusOr<Caller> TokenTable::Authenticate(
       !absl::EqualsIgnoreCase(Av(authorization->substr(0, kBearer.size())), Av(kBearer))) {
     return absl::UnauthenticatedError("authorization metadata must be 'Bearer TOKEN'");
   }
-  const std::string_view token = authorization->substr(kBearer.size());
-  auto it = tokens_.find(token);
-  if (it == tokens_.end()) return absl::UnauthenticatedError("unknown bearer token");
-  return it->second;
+  const Digest presented = Sha256(authorization->substr(kBearer.size()));
+  const Entry* found = nullptr;
+  for (const Entry& e : tokens_) {  // every entry, no early exit: constant time
+    const bool same = CRYPTO_memcmp(e.digest.data(), presented.data(), presented.size()) == 0;
+    if (same) found = &e;
+  }
+  if (found == nullptr) return absl::UnauthenticatedError("unknown bearer token");
+  return found->caller;
 }
 
 }  // namespace dpledger::server

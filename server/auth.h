@@ -1,16 +1,23 @@
 // Bearer-token authentication and role/tenant authorisation (issue 4 "Security").
 //
-// Token file: one token per line, "TOKEN TENANT ROLE", whitespace separated; '#' starts a
-// comment; ROLE is "reader" (queries) or "writer" (also job creation, steps, releases,
-// closing jobs). Tokens must be at least 16 characters. Requests carry
-// "authorization: Bearer TOKEN" metadata.
+// Token file: one token per line, "sha256:HEX TENANT ROLE", whitespace separated, where HEX
+// is the 64 hex digits of the token's SHA-256 digest (`printf %s TOKEN | sha256sum`), so the
+// file does not hold the secrets themselves (issue 11); '#' starts a comment; ROLE is
+// "reader" (queries) or "writer" (also job creation, steps, releases, closing jobs).
+// Requests carry "authorization: Bearer TOKEN" metadata; the server compares the presented
+// token's digest with every line's in constant time (CRYPTO_memcmp, no early exit), so the
+// time taken tells nothing about how close a guess came.
+// Deprecated, accepted for one release: a plaintext "TOKEN TENANT ROLE" line (the token at
+// least 16 characters); plaintext_lines() counts them so start-up can warn.
 //
 // With --insecure there is no authentication: every caller is a writer of any tenant, named
 // by the request's tenant field ("default" when empty).
 #pragma once
 
-#include <map>
+#include <array>
+#include <cstdint>
 #include <optional>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -46,9 +53,37 @@ class TokenTable {
   // authorization header value -> Caller; UNAUTHENTICATED when missing, malformed or unknown.
   absl::StatusOr<Caller> Authenticate(std::optional<std::string_view> authorization) const;
   size_t size() const { return tokens_.size(); }
+  int plaintext_lines() const { return plaintext_lines_; }
+  // What a reload changed, for the log: "tokens=N added=A removed=R changed=C" (changed: the
+  // same token with another tenant or role). Names no token.
+  std::string DescribeChangeFrom(const TokenTable& before) const;
 
  private:
-  std::map<std::string, Caller, std::less<>> tokens_;
+  using Digest = std::array<uint8_t, 32>;
+  struct Entry {
+    Digest digest;
+    Caller caller;
+  };
+  std::vector<Entry> tokens_;
+  int plaintext_lines_ = 0;
 };
+
+// Mutual TLS (issue 11): client certificates, verified against --tls-client-ca, name their
+// caller by the certificate's subject common name. Map file: one "COMMON_NAME TENANT ROLE"
+// per line (whitespace separated, so a common name without spaces), '#' comments.
+class ClientCertMap {
+ public:
+  static absl::StatusOr<ClientCertMap> Parse(std::string_view text);
+  static absl::StatusOr<ClientCertMap> Load(const std::string& path);
+  // The caller a verified certificate with `common_name` stands for; nullopt when unmapped.
+  std::optional<Caller> Find(std::string_view common_name) const;
+  size_t size() const { return names_.size(); }
+
+ private:
+  std::vector<std::pair<std::string, Caller>> names_;
+};
+
+// "sha256:" and the lower-case hex SHA-256 digest of `token`: what a token file line holds.
+std::string TokenDigestHex(std::string_view token);
 
 }  // namespace dpledger::server

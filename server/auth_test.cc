@@ -30,6 +30,47 @@ TEST(Auth, TokensMapToTenantAndRole) {
   EXPECT_THAT(t->Authenticate("Bearer nobody-000000000000"), StatusIs(absl::StatusCode::kUnauthenticated, HasSubstr("unknown")));
 }
 
+// Issue 11: the token file holds SHA-256 digests; plaintext lines still work, counted.
+TEST(Auth, Issue11DigestLinesAuthenticateTheirTokens) {
+  EXPECT_EQ(TokenDigestHex("abc"),
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");  // FIPS 180-2
+  const std::string text = TokenDigestHex("carol-writer-0123456789") + " carol writer\n" +
+                           "alice-reader-0123456789 alice reader\n";
+  absl::StatusOr<TokenTable> t = TokenTable::Parse(text);
+  ASSERT_THAT(t, IsOk());
+  EXPECT_EQ(t->size(), 2u);
+  EXPECT_EQ(t->plaintext_lines(), 1);
+  absl::StatusOr<Caller> c = t->Authenticate("Bearer carol-writer-0123456789");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->tenant, "carol");
+  EXPECT_EQ(c->role, Role::kWriter);
+  // The digest itself is not a token.
+  EXPECT_THAT(t->Authenticate("Bearer " + TokenDigestHex("carol-writer-0123456789")),
+              StatusIs(absl::StatusCode::kUnauthenticated, HasSubstr("unknown")));
+  EXPECT_THAT(t->Authenticate("Bearer alice-reader-0123456789"), IsOk());
+  EXPECT_THAT(TokenTable::Parse("sha256:12ab carol writer\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 1: a digest")));
+  EXPECT_THAT(TokenTable::Parse(text + "carol-writer-0123456789 carol reader\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 3: duplicate")));
+}
+
+TEST(Auth, Issue11ClientCertMapNamesCallersByCommonName) {
+  absl::StatusOr<ClientCertMap> m =
+      ClientCertMap::Parse("# cn tenant role\nrunner-a team-a writer\ndash-a team-a reader\n");
+  ASSERT_THAT(m, IsOk());
+  EXPECT_EQ(m->size(), 2u);
+  std::optional<Caller> c = m->Find("dash-a");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->tenant, "team-a");
+  EXPECT_EQ(c->role, Role::kReader);
+  EXPECT_FALSE(c->any_tenant);
+  EXPECT_FALSE(m->Find("runner").has_value());
+  EXPECT_THAT(ClientCertMap::Parse("a team-a admin\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("client_cert_map line 1: role")));
+  EXPECT_THAT(ClientCertMap::Parse("a t writer\na t reader\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 2: duplicate")));
+}
+
 TEST(Auth, MalformedTokenFilesNameTheLine) {
   EXPECT_THAT(TokenTable::Parse("short alice writer\n"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 1")));
   EXPECT_THAT(TokenTable::Parse("\nalice-writer-0123456789 alice admin\n"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 2: role")));

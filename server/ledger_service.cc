@@ -587,8 +587,12 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
   }
   // Compute outside the job lock: a slow query must not hold up admission. Another
   // accountant is the cached one (MC sample pools) brought up to date, else a new one.
+  std::optional<PoolCache::Lease> lease;  // gives the accountant back to the cache at return
   if (other) {
-    if (query.pld_precision == 0) acc = pools_.Take(key, ans.accountant);
+    if (query.pld_precision == 0) {  // a precision of its own is never the kept accountant
+      lease.emplace(pools_.Borrow(key, ans.accountant));
+      acc = std::move(lease->acc);
+    }
     if (acc == nullptr || !ExtendToLedger(*acc, ledger)) {
       absl::StatusOr<std::unique_ptr<core::Accountant>> fresh = NewAccountant(row, ans.accountant);
       if (fresh.ok() && query.pld_precision != 0) {
@@ -619,7 +623,10 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
     status = b.status();
   }
   if (acc) ans.diagnostics = acc->LastDiagnostics();
-  if (other && query.pld_precision == 0) pools_.Put(key, std::move(acc));
+  if (lease) {
+    lease->acc = std::move(acc);
+    lease.reset();
+  }
   if (!status.ok()) return status;
   if (absl::Status s = WaitTail(tail); !s.ok()) return s;
   return ans;

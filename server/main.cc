@@ -6,6 +6,7 @@
 // Every flag can also come from the environment as DPLEDGER_<FLAG> (upper case, '-' -> '_'),
 // e.g. DPLEDGER_DATA_DIR=/srv/dpledger; a command-line flag wins over the environment.
 // SIGTERM / SIGINT: graceful shutdown (drain RPCs and streams, commit, close the store).
+// SIGHUP: reload the token file (server.h ReloadTokens); open streams and calls go on.
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "core/registry/accountant_option_names.h"
+#include "server/log_format.h"
 #include "server/server.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
@@ -43,7 +45,14 @@ ABSL_FLAG(bool, insecure, false, "plaintext and no authentication (local use onl
 ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate (required unless --insecure)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key (required unless --insecure)");
 ABSL_FLAG(std::string, token_file, "",
-          "bearer tokens, one 'TOKEN TENANT reader|writer' per line (required unless --insecure)");
+          "bearer tokens, one 'sha256:HEX TENANT reader|writer' per line, HEX the token's SHA-256 "
+          "(plaintext 'TOKEN ...' lines: deprecated); reloaded on SIGHUP (required unless "
+          "--insecure)");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA of client certificates: mutual TLS (with --client-cert-map); a verified "
+          "certificate's common name names the caller, token callers keep working");
+ABSL_FLAG(std::string, client_cert_map, "",
+          "client certificates to callers, one 'COMMON_NAME TENANT reader|writer' per line");
 ABSL_FLAG(int, max_message_bytes, 16 << 20, "largest gRPC message accepted or sent");
 ABSL_FLAG(int, shutdown_grace_ms, 10000, "how long shutdown waits for in-flight RPCs");
 ABSL_FLAG(bool, full_integrity_check, false,
@@ -63,7 +72,24 @@ ABSL_FLAG(int64_t, max_payload_bytes, 8 << 20, "largest release payload");
 ABSL_FLAG(int, group_commit_max_batches, 4096, "writes merged into one commit at most");
 ABSL_FLAG(int, group_commit_delay_us, 0,
           "extra wait for more writes before a commit (0: commit at once)");
-ABSL_FLAG(int, max_stream_inflight, 4096, "stream messages read ahead of their acks");
+ABSL_FLAG(int, max_stream_inflight, 256, "stream messages read ahead of their acks");
+ABSL_FLAG(int, max_tenant_inflight_updates, 1024,
+          "updates of one tenant being admitted or committed at once (streams and AppendSteps); "
+          "more wait, so one tenant's load cannot fill every commit");
+ABSL_FLAG(double, max_tenant_rps, 0,
+          "RPCs per second one tenant may make (a stream counts once); beyond: "
+          "RESOURCE_EXHAUSTED with a retry hint (0: no limit)");
+ABSL_FLAG(double, tenant_rps_burst, 0,
+          "RPCs one tenant may make at once after a quiet spell (0: max_tenant_rps)");
+ABSL_FLAG(int, max_streams, 256,
+          "StreamSteps calls open at once, server-wide (each holds 3 threads); beyond: "
+          "RESOURCE_EXHAUSTED with a retry hint");
+ABSL_FLAG(int, max_streams_per_tenant, 64, "StreamSteps calls one tenant may have open at once");
+ABSL_FLAG(int, stream_idle_timeout_ms, 300000,
+          "a stream with no message and no pending ack for this long is ended");
+ABSL_FLAG(int, stream_stall_timeout_ms, 30000,
+          "a stream whose client has not taken an ack for this long is ended (its reading "
+          "stops as soon as max_stream_inflight acks wait)");
 ABSL_FLAG(int, max_job_series, 1000, "jobs labelled in dpledger_job_epsilon_spent");
 ABSL_FLAG(bool, release_use_mc, true, "run the EVR Monte Carlo verifier for releases");
 ABSL_FLAG(double, release_mc_max_seconds, 60,
@@ -95,10 +121,11 @@ namespace {
 constexpr const char* kFlagNames[] = {
     "listen", "data_dir", "store", "postgres_url", "postgres_pool_size",
     "store_ping_interval_ms", "metrics_listen", "insecure", "tls_cert", "tls_key",
-    "token_file", "max_message_bytes", "shutdown_grace_ms", "full_integrity_check",
+    "token_file", "tls_client_ca", "client_cert_map", "max_message_bytes", "shutdown_grace_ms", "full_integrity_check",
     "check_ledger", "default_accountant", "max_jobs_per_tenant", "max_updates_per_request",
     "max_steps_per_update", "max_cached_jobs", "max_cached_bytes", "max_pool_bytes", "max_admission_group", "max_payload_bytes",
     "group_commit_max_batches", "group_commit_delay_us", "max_stream_inflight",
+    "max_tenant_inflight_updates", "max_tenant_rps", "tenant_rps_burst", "max_streams", "max_streams_per_tenant", "stream_idle_timeout_ms", "stream_stall_timeout_ms",
     "max_job_series", "release_use_mc", "release_mc_max_seconds", "evr_admission_tau",
     "evr_admission_max_samples", "evr_admission_max_seconds", "query_mc_max_seconds",
     "query_max_seconds", "edgeworth_order", "edgeworth_mode", "spa_estimator", "pld_precision",
@@ -190,6 +217,8 @@ absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
   o.tls_cert = absl::GetFlag(FLAGS_tls_cert);
   o.tls_key = absl::GetFlag(FLAGS_tls_key);
   o.token_file = absl::GetFlag(FLAGS_token_file);
+  o.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  o.client_cert_map = absl::GetFlag(FLAGS_client_cert_map);
   o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   o.shutdown_grace_ms = absl::GetFlag(FLAGS_shutdown_grace_ms);
   o.full_integrity_check = absl::GetFlag(FLAGS_full_integrity_check);
@@ -237,6 +266,13 @@ absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
     if (!s.ok()) return s;
   }
   o.grpc.max_stream_inflight = absl::GetFlag(FLAGS_max_stream_inflight);
+  o.grpc.max_tenant_inflight_updates = absl::GetFlag(FLAGS_max_tenant_inflight_updates);
+  o.grpc.max_tenant_rps = absl::GetFlag(FLAGS_max_tenant_rps);
+  o.grpc.tenant_rps_burst = absl::GetFlag(FLAGS_tenant_rps_burst);
+  o.grpc.streams.max_streams = absl::GetFlag(FLAGS_max_streams);
+  o.grpc.streams.max_streams_per_tenant = absl::GetFlag(FLAGS_max_streams_per_tenant);
+  o.grpc.streams.idle_timeout_ms = absl::GetFlag(FLAGS_stream_idle_timeout_ms);
+  o.grpc.streams.stall_timeout_ms = absl::GetFlag(FLAGS_stream_stall_timeout_ms);
   o.metrics.max_job_series = absl::GetFlag(FLAGS_max_job_series);
   return o;
 }
@@ -255,7 +291,7 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
 
   auto logger = spdlog::stderr_logger_mt("dpledgerd");
-  logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
+  logger->set_formatter(dpledger::server::NewLogFormatter());
   const spdlog::level::level_enum level = spdlog::level::from_str(absl::GetFlag(FLAGS_log_level));
   logger->set_level(level);
   spdlog::set_default_logger(logger);
@@ -266,6 +302,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   const absl::StatusOr<dpledger::server::ServerOptions> options = OptionsFromFlags();
@@ -280,7 +317,12 @@ int main(int argc, char** argv) {
   }
   std::thread waiter([&] {
     int sig = 0;
-    sigwait(&signals, &sig);
+    for (;;) {
+      sigwait(&signals, &sig);
+      if (sig != SIGHUP) break;
+      spdlog::info("signal=SIGHUP received: reloading the token file");
+      (void)(*server)->ReloadTokens();  // logs the outcome; a bad file keeps the old tokens
+    }
     spdlog::info("signal={} received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     (*server)->Shutdown();
   });

@@ -43,6 +43,8 @@ Metrics::Metrics(MetricsOptions options)
   ready_ = &BuildGauge().Name("dpledger_ready").Help("1 while the server reports SERVING (store reachable)").Register(*registry_).Add({});
   cached_jobs_ = &BuildGauge().Name("dpledger_cached_jobs").Help("Jobs whose accountant state is cached").Register(*registry_).Add({});
   cached_job_bytes_ = &BuildGauge().Name("dpledger_cached_job_bytes").Help("Bytes the cached jobs' admitting accountants report (PLD grids and spectra)").Register(*registry_).Add({});
+  shed_ = &BuildCounter().Name("dpledger_shed_total").Help("Requests refused and streams ended by a limit, by reason").Register(*registry_);
+  open_streams_ = &BuildGauge().Name("dpledger_open_streams").Help("StreamSteps calls open").Register(*registry_).Add({});
 }
 
 Metrics::~Metrics() = default;
@@ -74,6 +76,11 @@ void Metrics::SetCachedJobs(double n, double bytes) {
   cached_jobs_->Set(n);
   cached_job_bytes_->Set(bytes);
 }
+
+void Metrics::Shed(std::string_view reason) {
+  shed_->Add({{"reason", std::string(reason)}}).Increment();
+}
+void Metrics::SetOpenStreams(size_t n) { open_streams_->Set(static_cast<double>(n)); }
 
 void Metrics::SetSamplePoolBackend(std::string_view backend) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -25,6 +25,11 @@
 //   dpledger_ready                             gauge: 1 while health is SERVING (store reachable)
 //   dpledger_cached_jobs                       gauge
 //   dpledger_cached_job_bytes                  gauge (their accountants' CacheBytes)
+//   dpledger_shed_total{reason}                counter: requests refused or streams ended by a
+//                                              limit (issue 11): streams_server|streams_tenant|
+//                                              rate_tenant|stream_idle|
+//                                              stream_stalled|shutdown
+//   dpledger_open_streams                      gauge (StreamSteps calls open)
 //
 // Thread safety: every method is thread-safe.
 #pragma once
@@ -72,6 +77,8 @@ class Metrics {
   void Refusal(std::string_view reason);  // one refused update, by RefusalKind name
   void SetReady(bool ready);
   void SetCachedJobs(double n, double bytes);
+  void Shed(std::string_view reason);
+  void SetOpenStreams(size_t n);
 
   // The text exposition format of everything registered (tests, debugging).
   std::string Serialize() const;
@@ -100,6 +107,8 @@ class Metrics {
   prometheus::Gauge* ready_;
   prometheus::Gauge* cached_jobs_;
   prometheus::Gauge* cached_job_bytes_;
+  prometheus::Family<prometheus::Counter>* shed_;
+  prometheus::Gauge* open_streams_;
 
   std::mutex mu_;
   std::map<std::string, prometheus::Gauge*> job_gauges_;

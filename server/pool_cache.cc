@@ -5,6 +5,35 @@
 
 namespace dpledger::server {
 
+PoolCache::Lease::Lease(PoolCache* cache, JobKey job, std::string name,
+                        std::unique_ptr<core::Accountant> a)
+    : acc(std::move(a)), cache_(cache), job_(std::move(job)), name_(std::move(name)) {}
+
+PoolCache::Lease::Lease(Lease&& o) noexcept
+    : acc(std::move(o.acc)), cache_(o.cache_), job_(std::move(o.job_)), name_(std::move(o.name_)) {
+  o.cache_ = nullptr;
+}
+
+PoolCache::Lease::~Lease() {
+  if (cache_ == nullptr) return;
+  cache_->Put(job_, std::move(acc));
+  {
+    std::lock_guard<std::mutex> lock(cache_->mu_);
+    cache_->borrowed_.erase(Key{job_, name_});
+  }
+  cache_->returned_.notify_all();
+}
+
+PoolCache::Lease PoolCache::Borrow(const JobKey& job, std::string_view name) {
+  Key key{job, std::string(name)};
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    returned_.wait(lock, [&] { return borrowed_.count(key) == 0; });
+    borrowed_.insert(key);
+  }
+  return Lease(this, job, std::string(name), Take(job, name));
+}
+
 std::unique_ptr<core::Accountant> PoolCache::Take(const JobKey& job, std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(Key{job, std::string(name)});

@@ -2,7 +2,10 @@
 // ExtendToLedger's prefix rule.
 #include "server/pool_cache.h"
 
+#include <atomic>
 #include <memory>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -42,6 +45,37 @@ std::unique_ptr<core::Accountant> Fake(size_t bytes, std::string name = "mc") {
 }
 
 const JobKey kA{"t", "a"}, kB{"t", "b"}, kC{"t", "c"};
+
+// Issue 11: two concurrent queries of one job each built a pool.
+TEST(PoolCache, Issue11SecondBorrowWaitsAndFindsTheFirstOnesAccountant) {
+  PoolCache cache(1000, nullptr);
+  std::atomic<int> builds{0};
+  std::atomic<bool> second_done{false};
+  size_t second_bytes = 0;
+  std::optional<PoolCache::Lease> first(cache.Borrow(kA, "mc"));
+  ASSERT_EQ(first->acc, nullptr);
+  std::thread second([&] {
+    PoolCache::Lease l = cache.Borrow(kA, "mc");
+    if (l.acc == nullptr) {
+      ++builds;
+      l.acc = Fake(7);
+    }
+    second_bytes = l.acc->CacheBytes();
+    second_done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(second_done);  // waits for the first lease
+  ++builds;
+  first->acc = Fake(300);  // the first query built it
+  first.reset();           // and returns it
+  second.join();
+  EXPECT_EQ(builds, 1);
+  EXPECT_EQ(second_bytes, 300u);
+  EXPECT_EQ(cache.bytes(), 300u);  // back in the cache
+  // A lease given back empty (a failed build) lets the next one build.
+  { PoolCache::Lease l = cache.Borrow(kB, "mc"); }
+  EXPECT_EQ(cache.Borrow(kB, "mc").acc, nullptr);
+}
 
 TEST(PoolCache, TakeReturnsWhatWasPutAndReleasesItsBytes) {
   PoolCache cache(1000, nullptr);

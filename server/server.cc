@@ -1,8 +1,6 @@
 #include "server/server.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -11,6 +9,8 @@
 #include <prometheus/registry.h>
 
 #include "absl/strings/str_format.h"
+#include "server/read_file.h"
+#include "server/tls_files.h"
 #include "core/mc/mc_estimate.h"
 #include "core/registry/accountant_registry.h"
 #include "server/ledger_check.h"
@@ -20,17 +20,6 @@
 #include "spdlog/spdlog.h"
 
 namespace dpledger::server {
-
-absl::StatusOr<std::string> ReadFileToString(const std::string& path, std::string_view field) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s '%s' cannot be read", std::string(field), path));
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 absl::Status Server::OpenStore() {
   const ServerOptions& options = options_;
@@ -144,12 +133,29 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     return absl::InvalidArgumentError(absl::StrFormat(
         "store_ping_interval_ms must be > 0, got %d", options.store_ping_interval_ms));
   }
+  for (const auto& [name, value] :
+       {std::pair<const char*, int>{"max_stream_inflight", options.grpc.max_stream_inflight},
+        {"max_tenant_inflight_updates", options.grpc.max_tenant_inflight_updates},
+        {"max_streams", options.grpc.streams.max_streams},
+        {"max_streams_per_tenant", options.grpc.streams.max_streams_per_tenant},
+        {"stream_idle_timeout_ms", options.grpc.streams.idle_timeout_ms},
+        {"stream_stall_timeout_ms", options.grpc.streams.stall_timeout_ms}}) {
+    if (value <= 0) {
+      return absl::InvalidArgumentError(absl::StrFormat("%s must be > 0, got %d", name, value));
+    }
+  }
+  if (!(options.grpc.max_tenant_rps >= 0) || !(options.grpc.tenant_rps_burst >= 0)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "max_tenant_rps and tenant_rps_burst must be >= 0, got %g and %g",
+        options.grpc.max_tenant_rps, options.grpc.tenant_rps_burst));
+  }
   if (options.ledger.max_pool_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "max_pool_bytes must be >= 0, got %d", options.ledger.max_pool_bytes));
   }
 
   // Security settings first: refuse to start half-configured.
+  std::shared_ptr<const ClientCertMap> cert_map;
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (options.insecure) {
     creds = grpc::InsecureServerCredentials();
@@ -160,18 +166,38 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       return absl::InvalidArgumentError(
           "tls_cert and tls_key are required (or --insecure for plaintext without auth)");
     }
-    if (options.token_file.empty()) {
-      return absl::InvalidArgumentError("token_file is required unless --insecure");
+    if (options.token_file.empty() && options.client_cert_map.empty()) {
+      return absl::InvalidArgumentError(
+          "token_file (or tls_client_ca with client_cert_map) is required unless --insecure");
+    }
+    if (options.tls_client_ca.empty() != options.client_cert_map.empty()) {
+      return absl::InvalidArgumentError(
+          "tls_client_ca and client_cert_map go together (mutual TLS)");
     }
     absl::StatusOr<std::string> cert = ReadFileToString(options.tls_cert, "tls_cert");
     if (!cert.ok()) return cert.status();
     absl::StatusOr<std::string> key = ReadFileToString(options.tls_key, "tls_key");
     if (!key.ok()) return key.status();
+    if (absl::Status st = CheckCertificateAndKey(*cert, *key, options.tls_cert, options.tls_key);
+        !st.ok()) {
+      return st;
+    }
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    if (!options.tls_client_ca.empty()) {
+      absl::StatusOr<std::string> ca = ReadFileToString(options.tls_client_ca, "tls_client_ca");
+      if (!ca.ok()) return ca.status();
+      absl::StatusOr<ClientCertMap> map = ClientCertMap::Load(options.client_cert_map);
+      if (!map.ok()) return map.status();
+      // Verified when presented, optional otherwise: token clients keep working.
+      ssl.pem_root_certs = *ca;
+      ssl.client_certificate_request = GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
+      cert_map = std::make_shared<const ClientCertMap>(std::move(*map));
+    }
     creds = grpc::SslServerCredentials(ssl);
   }
   // Tokens whenever a token file is given; --insecure alone means no authentication.
+  std::shared_ptr<const TokenTable> initial_tokens;
   if (!options.token_file.empty()) {
     absl::StatusOr<TokenTable> tokens = TokenTable::Load(options.token_file);
     if (!tokens.ok()) return tokens.status();
@@ -179,7 +205,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       return absl::InvalidArgumentError(
           absl::StrFormat("token_file '%s' holds no tokens", options.token_file));
     }
-    s->tokens_ = std::make_unique<TokenTable>(std::move(*tokens));
+    if (tokens->plaintext_lines() > 0) {
+      spdlog::warn("token_file '{}' holds {} plaintext token(s): replace each with "
+                   "sha256:<hex digest> (printf %s TOKEN | sha256sum); plaintext lines are "
+                   "deprecated and will be refused in a later release",
+                   options.token_file, tokens->plaintext_lines());
+    }
+    initial_tokens = std::make_shared<const TokenTable>(std::move(*tokens));
   }
 
   // Store: integrity, migrations, ledger consistency.
@@ -193,7 +225,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
 
   s->ledger_ = std::make_unique<LedgerService>(s->store_.get(), options.ledger, s->metrics_.get());
   s->service_ = std::make_unique<GrpcLedgerService>(s->ledger_.get(), s->metrics_.get(),
-                                                    s->tokens_.get(), options.grpc);
+                                                    initial_tokens, options.grpc, cert_map);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -201,6 +233,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   builder.AddListeningPort(options.listen, creds, &s->port_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
+  // No BDP probing: it grows a stream's HTTP/2 receive window to megabytes, which the
+  // transport fills with messages a stream has not read yet (a client that does not read its
+  // acks stops the stream's reading, and its window kept filling: ~9 MB per stream, issue 11).
+  // At the fixed 64 KiB window a stalled stream holds little and its writes block, which the
+  // stream limiter sees.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   builder.RegisterService(s->service_.get());
   s->grpc_server_ = builder.BuildAndStart();
   if (!s->grpc_server_ || s->port_ == 0) {
@@ -228,7 +266,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   spdlog::info(
       "dpledgerd listening={} port={} metrics={} tls={} auth={} accountant={} sample_backend={}",
       options.listen, s->port_, options.metrics_listen.empty() ? "-" : options.metrics_listen,
-      options.insecure ? "off" : "on", s->tokens_ ? "tokens" : "off",
+      options.insecure ? "off" : "on",
+      std::string(initial_tokens ? "tokens" : "") + (cert_map ? "+client-certs" : "") +
+          (initial_tokens || cert_map ? "" : "off"),
       options.ledger.default_accountant, backend);
   return s;
 }
@@ -242,11 +282,39 @@ void Server::Shutdown() {
   if (grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService()) {
     health->Shutdown();  // NOT_SERVING to health checkers while we drain
   }
+  // Streams end at once (their clients reconnect and retry, answered from the ledger); unary
+  // RPCs get the grace period.
+  service_->CancelStreams();
   grpc_server_->Shutdown(std::chrono::system_clock::now() +
                          std::chrono::milliseconds(options_.shutdown_grace_ms));
   ledger_->Shutdown();  // commits everything pending
   exposer_.reset();
   spdlog::info("shutdown complete: store flushed");
+}
+
+absl::Status Server::ReloadTokens() {
+  if (options_.token_file.empty()) {
+    spdlog::info("reload: no token file configured, nothing to reload");
+    return absl::OkStatus();
+  }
+  absl::StatusOr<TokenTable> fresh = TokenTable::Load(options_.token_file);
+  if (fresh.ok() && fresh->size() == 0) {
+    fresh = absl::InvalidArgumentError(
+        absl::StrFormat("token_file '%s' holds no tokens", options_.token_file));
+  }
+  if (!fresh.ok()) {
+    spdlog::error("reload: token file refused, the old tokens stay: {}",
+                  std::string(fresh.status().message()));
+    return fresh.status();
+  }
+  const std::shared_ptr<const TokenTable> old = service_->tokens();
+  spdlog::info("reload: token file '{}' loaded: {}{}", options_.token_file,
+               old ? fresh->DescribeChangeFrom(*old) : "tokens=" + std::to_string(fresh->size()),
+               fresh->plaintext_lines() > 0
+                   ? absl::StrFormat(" (%d plaintext lines: deprecated)", fresh->plaintext_lines())
+                   : "");
+  service_->SetTokens(std::make_shared<const TokenTable>(std::move(*fresh)));
+  return absl::OkStatus();
 }
 
 void Server::Wait() {

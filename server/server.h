@@ -41,6 +41,8 @@ struct ServerOptions {
   std::string tls_key;
   std::string token_file;                     // required unless insecure (auth.h format);
                                               // with insecure: tokens over plaintext (tests)
+  std::string tls_client_ca;                  // PEM CA of client certificates (mutual TLS);
+  std::string client_cert_map;                // with it: COMMON_NAME TENANT ROLE (auth.h)
   int max_message_bytes = 16 << 20;           // gRPC receive/send limit
   int shutdown_grace_ms = 10000;              // drain time for in-flight RPCs and streams
   bool full_integrity_check = false;          // PRAGMA integrity_check instead of quick_check
@@ -64,6 +66,10 @@ class Server {
   void Shutdown();
   // Blocks until Shutdown has completed.
   void Wait();
+  // SIGHUP: reads the token file again and swaps it in without touching open calls, logging
+  // what changed; a file that does not load is refused (the error says why) and the old
+  // tokens stay. OK with nothing to do when there is no token file.
+  absl::Status ReloadTokens();
 
  private:
   Server() = default;
@@ -75,7 +81,6 @@ class Server {
   ServerOptions options_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Store> store_;
-  std::unique_ptr<TokenTable> tokens_;
   std::unique_ptr<LedgerService> ledger_;
   std::unique_ptr<GrpcLedgerService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
@@ -88,8 +93,5 @@ class Server {
   bool stop_watching_ = false;
   std::thread watcher_;
 };
-
-// Reads a whole file (TLS PEMs); INVALID_ARGUMENT naming `field` when it cannot be read.
-absl::StatusOr<std::string> ReadFileToString(const std::string& path, std::string_view field);
 
 }  // namespace dpledger::server

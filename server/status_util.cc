@@ -2,6 +2,9 @@
 
 #include <string>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+
 namespace dpledger::server {
 namespace {
 
@@ -35,7 +38,24 @@ std::string Capped(std::string_view message) {
          std::string(kEllipsis);
 }
 
+constexpr char kRetryPayload[] = "type.dpledger.dev/retry-after-ms";
+
 }  // namespace
+
+absl::Status RetryLaterError(absl::StatusCode code, std::string_view message,
+                             int retry_after_ms) {
+  absl::Status s(code, absl::StrFormat("%s; retry after %d ms", std::string(message),
+                                       retry_after_ms));
+  s.SetPayload(kRetryPayload, absl::Cord(std::to_string(retry_after_ms)));
+  return s;
+}
+
+std::optional<int> RetryAfterMs(const absl::Status& status) {
+  auto p = status.GetPayload(kRetryPayload);
+  int ms = 0;
+  if (!p.has_value() || !absl::SimpleAtoi(std::string(*p), &ms)) return std::nullopt;
+  return ms;
+}
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "grpcpp/support/status.h"
@@ -16,5 +18,12 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // The inverse, used by in-process tests and by the stream handler's per-update acks.
 absl::Status FromGrpcStatus(const grpc::Status& status);
+
+// A refusal that tells the client when to try again (RESOURCE_EXHAUSTED for limits,
+// UNAVAILABLE while shutting down): the message ends "; retry after N ms", and the gRPC
+// handler also sends N as trailing metadata "retry-after-ms" (RetryAfterMs reads it back).
+inline constexpr char kRetryAfterMetadata[] = "retry-after-ms";
+absl::Status RetryLaterError(absl::StatusCode code, std::string_view message, int retry_after_ms);
+std::optional<int> RetryAfterMs(const absl::Status& status);
 
 }  // namespace dpledger::server

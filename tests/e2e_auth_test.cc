@@ -3,7 +3,12 @@
 // the right status; plaintext and untrusted-certificate clients cannot connect.
 // The certificates are made in the test with the openssl command line (a
 // self-signed CA and a server certificate for 127.0.0.1).
+#include <grpcpp/grpcpp.h>
+#include <openssl/sha.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <thread>
 
 #include "core/util/test_support.h"
 #include "tests/e2e_fixture.h"
@@ -18,6 +23,15 @@ using Code = absl::StatusCode;
 constexpr char kWriterA[] = "writer-token-team-a-0123456789";
 constexpr char kReaderA[] = "reader-token-team-a-0123456789";
 constexpr char kWriterB[] = "writer-token-team-b-0123456789";
+
+// A token file line's first field for `token` (as server/auth.h TokenDigestHex).
+std::string ServerDigest(const std::string& token) {
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), d);
+  std::string hex = "sha256:";
+  for (unsigned char b : d) hex += absl::StrFormat("%02x", b);
+  return hex;
+}
 
 std::string OpenSsl() {
   for (const char* p : {"/usr/bin/openssl", "/usr/local/bin/openssl", "/bin/openssl"}) {
@@ -187,6 +201,137 @@ TEST_F(AuthTest, PlaintextAndUntrustedClientsCannotConnect) {
     o.timeout_ms = 3000;
   });
   EXPECT_THAT(untrusting->GetJob("any"), StatusIs(Code::kUnavailable, HasSubstr("")));
+}
+
+// Issue 11: a certificate/key mismatch said "cannot listen on ... (in use or not an address)".
+TEST_F(AuthTest, Issue11MismatchedCertificateAndKeyAreNamedAtStart) {
+  ASSERT_TRUE(MakeCertificates(OpenSsl(), dir_, "other-").ok());
+  auto start = [&](const std::string& cert, const std::string& key) {
+    return RunCommand({ServerBinary(), "--listen", absl::StrFormat("127.0.0.1:%d", PickFreePort()),
+                       "--data-dir", dir_.File("other-data"), "--metrics-listen=",
+                       "--tls-cert", cert, "--tls-key", key, "--token-file",
+                       dir_.File("tokens")},
+                      30000);
+  };
+  CommandResult mismatch = start(dir_.File("server.crt"), dir_.File("other-server.key"));
+  EXPECT_EQ(mismatch.exit_code, 1);
+  EXPECT_THAT(mismatch.err, HasSubstr("do not match"));
+  EXPECT_THAT(mismatch.err, ::testing::Not(HasSubstr("cannot listen")));
+  CommandResult swapped = start(dir_.File("server.key"), dir_.File("server.crt"));
+  EXPECT_EQ(swapped.exit_code, 1);
+  EXPECT_THAT(swapped.err, HasSubstr("tls_cert '" + dir_.File("server.key") +
+                                     "' holds no PEM certificate"));
+}
+
+// Issue 11: SIGHUP reloads the token file (SHA-256 digest lines) without dropping a stream;
+// a malformed file is refused and the old tokens stay.
+TEST_F(AuthTest, Issue11SighupReloadsTokensAndKeepsStreams) {
+  constexpr char kWriterC[] = "writer-token-team-c-0123456789";
+  auto a = As(kWriterA);
+  ASSERT_TRUE(a->CreateJob(JobRequest("held", 10, 1e-6, "analytic")).ok());
+  auto stream = a->OpenStream("held");
+  v1::StepUpdate u;
+  u.set_seq(1);
+  u.add_steps()->set_spec("gaussian:sigma=100");
+  ASSERT_TRUE(stream->Write(u).ok());
+  auto ack1 = stream->Read();
+  ASSERT_TRUE(ack1.ok() && ack1->admitted()) << ack1.status();
+
+  // New file: A kept (as a digest), B gone, C new.
+  WriteFileOrDie(dir_.File("tokens"),
+                 absl::StrFormat("%s team-a writer\n%s team-c writer\n",
+                                 ServerDigest(kWriterA), ServerDigest(kWriterC)));
+  server_->Signal(SIGHUP);
+  auto c = As(kWriterC);
+  absl::StatusOr<v1::ListJobsResponse> listed;
+  for (int i = 0; i < 100; ++i) {  // the reload is asynchronous: up to 10 s
+    listed = c->ListJobs({});
+    if (listed.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(listed.ok()) << listed.status();
+  EXPECT_THAT(As(kWriterB)->GetJob("any"), StatusIs(Code::kUnauthenticated, HasSubstr("unknown")));
+  // The stream opened under the old table goes on.
+  u.set_seq(2);
+  ASSERT_TRUE(stream->Write(u).ok());
+  auto ack2 = stream->Read();
+  ASSERT_TRUE(ack2.ok()) << ack2.status();
+  EXPECT_TRUE(ack2->admitted());
+  EXPECT_EQ(stream->reconnects(), 0);
+  EXPECT_TRUE(stream->Close().ok());
+
+  // A malformed file is refused; C still works.
+  WriteFileOrDie(dir_.File("tokens"), "sha256:nothex team-c writer\n");
+  server_->Signal(SIGHUP);
+  std::string log;
+  for (int i = 0; i < 100 && log.find("token file refused") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    log = server_->LogTail(100000);
+  }
+  EXPECT_THAT(log, HasSubstr("reload: token file refused, the old tokens stay"));
+  EXPECT_THAT(log, HasSubstr("tokens=2 added=1 removed=2 changed=0"));
+  EXPECT_TRUE(c->ListJobs({}).ok());
+}
+
+// Issue 11: mutual TLS. A client certificate signed by --tls-client-ca whose common name is
+// in --client-cert-map is that tenant and role, without a token; an unmapped certificate
+// needs a token as before.
+TEST_F(AuthTest, Issue11ClientCertificatesMapToTenantAndRole) {
+  const std::string openssl = OpenSsl();
+  for (const std::string cn : {"runner-a", "dash-a", "stranger"}) {
+    const std::string key = dir_.File(cn + ".key"), csr = dir_.File(cn + ".csr");
+    for (const auto& argv : std::vector<std::vector<std::string>>{
+             {openssl, "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr,
+              "-subj", "/CN=" + cn},
+             {openssl, "x509", "-req", "-in", csr, "-CA", dir_.File("ca.crt"), "-CAkey",
+              dir_.File("ca.key"), "-CAcreateserial", "-out", dir_.File(cn + ".crt"), "-days",
+              "2"}}) {
+      CommandResult r = RunCommand(argv, 60000);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+  }
+  WriteFileOrDie(dir_.File("certmap"), "runner-a team-a writer\ndash-a team-a reader\n");
+  ASSERT_TRUE(server_->Stop().ok());
+  ServerConfig config;
+  config.insecure = false;
+  config.tls_cert = dir_.File("server.crt");
+  config.tls_key = dir_.File("server.key");
+  config.token_file = dir_.File("tokens");
+  config.extra_args = {"--tls-client-ca", dir_.File("ca.crt"), "--client-cert-map",
+                       dir_.File("certmap")};
+  config.probe.tls = true;
+  config.probe.tls_ca_pem = ca_pem_;
+  ASSERT_NO_FATAL_FAILURE(StartServer(config));
+
+  auto stub_as = [&](const std::string& cn) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = ca_pem_;
+    ssl.pem_private_key = *client::ReadFile(dir_.File(cn + ".key"));
+    ssl.pem_cert_chain = *client::ReadFile(dir_.File(cn + ".crt"));
+    return v1::Ledger::NewStub(
+        grpc::CreateChannel(server_->address(), grpc::SslCredentials(ssl)));
+  };
+  auto create = [&](v1::Ledger::Stub& stub, const std::string& job) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::CreateJobRequest r = JobRequest(job, 1, 1e-6);
+    v1::Job out;
+    grpc::Status s = stub.CreateJob(&ctx, r, &out);
+    return std::make_pair(s, out);
+  };
+  auto runner = stub_as("runner-a");
+  auto [made, job] = create(*runner, "by-cert");
+  ASSERT_TRUE(made.ok()) << made.error_message();
+  EXPECT_EQ(job.tenant(), "team-a");
+  // The token holder of team-a sees it; the reader certificate may not write.
+  EXPECT_TRUE(As(kReaderA)->GetJob("by-cert").ok());
+  auto dash = stub_as("dash-a");
+  EXPECT_EQ(create(*dash, "x").first.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  // An unmapped certificate is no identity: without a token, UNAUTHENTICATED.
+  auto stranger = stub_as("stranger");
+  EXPECT_EQ(create(*stranger, "y").first.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // Token clients (no certificate) keep working.
+  EXPECT_TRUE(As(kWriterB)->CreateJob(JobRequest("by-token", 1, 1e-6)).ok());
 }
 
 TEST_F(AuthTest, CliReadsTokenAndCaFromFlags) {

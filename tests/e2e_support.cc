@@ -205,6 +205,10 @@ absl::Status ServerProcess::StartOnce() {
                       config_.ready_timeout_ms, std::string(health.message()), LogTail()));
 }
 
+void ServerProcess::Signal(int sig) {
+  if (running()) kill(pid_, sig);
+}
+
 void ServerProcess::Kill9() {
   if (!running()) return;
   kill(pid_, SIGKILL);

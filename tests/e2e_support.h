@@ -67,6 +67,8 @@ class ServerProcess {
   // start picks free ports (retrying a few times if the server cannot bind);
   // restarts reuse them so clients reconnect to the same address.
   absl::Status Start();
+  // Sends `sig` (e.g. SIGHUP: reload) to the running server.
+  void Signal(int sig);
   // SIGKILL and reap: a crash at an arbitrary point.
   void Kill9();
   // SIGTERM (graceful: drain streams, flush the store); SIGKILL after `timeout_ms`.
