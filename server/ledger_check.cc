@@ -50,11 +50,22 @@ absl::Status CheckLedgerConsistency(Store& store, LedgerCheckStats* stats) {
                                                    job.budget_epsilon, job.budget_delta));
       }
       int64_t last = 0;
+      std::vector<std::string> heads = {ChainGenesis(job)};  // heads[seq] (ledger_chain.h)
       absl::Status s = ReplayLedger(
           store, job.key,
           [&](const UpdateRow& u, std::span<const core::MechanismEvent>) -> absl::Status {
             ++local.updates;
             last = u.seq;
+            heads.push_back(ChainUpdate(heads.back(), u));
+            if (u.chain != heads.back()) {
+              return Damaged(job.key, u.seq, absl::StrFormat(
+                  "chain head %s, recomputed %s: %s", u.chain.empty() ? "(none)" : u.chain,
+                  heads.back(),
+                  u.seq == 1 ? "the job's configuration (budget, accountant, schedule, plan) "
+                               "or this entry was edited"
+                             : "this entry (steps, spent, num_steps_after) or one before it "
+                               "was edited, dropped or reordered"));
+            }
             const core::EpsilonBound& b = u.spent;
             if (std::isnan(b.lower) || std::isnan(b.upper) || std::isnan(b.estimate) ||
                 b.lower > b.upper) {
@@ -71,12 +82,19 @@ absl::Status CheckLedgerConsistency(Store& store, LedgerCheckStats* stats) {
       if (!s.ok()) return s;
       absl::StatusOr<std::vector<ReleaseRow>> releases = store.ListReleases(job.key);
       if (!releases.ok()) return releases.status();
+      std::string link = heads[0];
       for (const ReleaseRow& r : *releases) {
         ++local.releases;
-        if (r.ledger_seq > last) {
+        if (r.ledger_seq > last || r.ledger_seq < 0) {
           return Damaged(job.key, r.ledger_seq,
                          absl::StrFormat("release '%s' covers seq %d beyond the ledger",
                                          r.release_id, r.ledger_seq));
+        }
+        link = ChainRelease(link, heads[r.ledger_seq], r);
+        if (r.chain != link) {
+          return Damaged(job.key, r.ledger_seq, absl::StrFormat(
+              "release '%s' chain link does not match its recomputation: it or a release "
+              "before it was edited or dropped", r.release_id));
         }
         if (Sha256Hex(r.payload) != r.payload_sha256) {
           return Damaged(job.key, r.ledger_seq, absl::StrFormat(

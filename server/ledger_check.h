@@ -4,7 +4,9 @@
 // num_steps_after is the running sum of the counts; every stored bound is ordered
 // (lower <= upper, no NaN); no ack's charged upper bound exceeds the budget epsilon (the
 // privacy filter's invariant). Per release: its job exists, ledger_seq <= the job's last seq,
-// and the payload's SHA-256 matches.
+// and the payload's SHA-256 matches. The hash chains (ledger_chain.h) recompute: every
+// update's stored head and every release's link must match, so an edited budget, step or
+// spent value, or a dropped or reordered entry, is DATA_LOSS naming the job and seq.
 #pragma once
 
 #include <functional>

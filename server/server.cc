@@ -44,6 +44,7 @@ absl::Status Server::OpenStore() {
     SqliteStoreOptions so;
     so.path = (std::filesystem::path(options.data_dir) / "ledger.db").string();
     so.full_check = options.full_integrity_check;
+    so.accept_data_loss = options.accept_data_loss;
     absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(so);
     if (!store.ok()) return store.status();
     spdlog::info("store=sqlite path={} schema_version={}", so.path, (*store)->schema_version());

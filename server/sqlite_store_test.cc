@@ -147,7 +147,7 @@ INSERT INTO updates VALUES ('t', 'evrmixed', 1, 'gaussian:sigma=10,count=1;gauss
   sqlite3_close(db);
   absl::StatusOr<std::unique_ptr<SqliteStore>> s = SqliteStore::Open({.path = dir.file("l.db")});
   ASSERT_THAT(s, IsOk());
-  EXPECT_EQ((*s)->schema_version(), 4);
+  EXPECT_EQ((*s)->schema_version(), kSqliteSchemaVersion);
   auto job = [&](const char* id) { return **(*s)->GetJob({"t", id}); };
   EXPECT_EQ(job("same").schedule, Schedule::kDeclared);
   EXPECT_EQ(job("same").admission, AdmissionKind::kNatural);
