@@ -67,6 +67,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<ReleaseRow>> ListReleases(const JobKey& key) override;
   absl::StatusOr<int64_t> CountReleases(const JobKey& key) override;
   absl::Status CheckIntegrity(bool full) override;
+  // Readiness fails once the database file was deleted or replaced (CheckPath).
+  absl::Status Ping() override { return CheckPath(); }
 
   int schema_version() const { return schema_version_; }
   const std::string& store_id() const { return mark_.store_id; }
