@@ -192,6 +192,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
 
   s->ledger_ = std::make_unique<LedgerService>(s->store_.get(), options.ledger, s->metrics_.get());
+  if (options.replay_ledger) {
+    LedgerCheckStats stats;
+    const LedgerService& ledger = *s->ledger_;
+    if (absl::Status c = ReplaySpent(
+            *s->store_, [&](const JobRow& row) { return ledger.PolicyOptionsFor(row); }, &stats);
+        !c.ok()) {
+      return c;
+    }
+    spdlog::info("ledger replay ok jobs={} updates={}", stats.jobs, stats.updates);
+  }
   s->service_ = std::make_unique<GrpcLedgerService>(s->ledger_.get(), s->metrics_.get(),
                                                     s->tokens_.get(), options.grpc);
 

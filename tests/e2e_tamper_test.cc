@@ -77,6 +77,54 @@ class TamperTest : public E2eTest {
     EXPECT_THAT(log, HasSubstr("start failed code=DATA_LOSS"));
     EXPECT_THAT(log, HasSubstr(what));
   }
+
+  // What an operator with write access can do: run `sql` (touching seq >= 2 of job "j"),
+  // then recompute every head from seq 2 on as the server computes them, and the
+  // high-water mark's newest head, so that the chain and the mark are consistent again.
+  void Forge(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(Db().c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_stmt* q = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT seq, steps, spent_lower, spent_estimate, "
+                                     "spent_upper, failure_probability, num_steps_after, "
+                                     "commit_time_ms, chain FROM updates WHERE job_id = 'j' "
+                                     "ORDER BY seq",
+                                 -1, &q, nullptr), SQLITE_OK);
+    std::string head;
+    std::vector<std::pair<int64_t, std::string>> heads;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+      const int64_t seq = sqlite3_column_int64(q, 0);
+      if (seq == 1) {
+        head = reinterpret_cast<const char*>(sqlite3_column_text(q, 8));
+        continue;
+      }
+      chain::UpdateFields f;
+      f.tenant = "default";
+      f.job_id = "j";
+      f.seq = seq;
+      f.steps = reinterpret_cast<const char*>(sqlite3_column_text(q, 1));
+      f.lower = sqlite3_column_double(q, 2);
+      f.estimate = sqlite3_column_double(q, 3);
+      f.upper = sqlite3_column_double(q, 4);
+      f.guarantee = "certified";
+      f.failure_probability = sqlite3_column_double(q, 5);
+      f.num_steps_after = sqlite3_column_int64(q, 6);
+      f.commit_time_ms = sqlite3_column_int64(q, 7);
+      heads.emplace_back(seq, head = chain::NextUpdate(head, f));
+    }
+    sqlite3_finalize(q);
+    for (const auto& [seq, h] : heads) {
+      ASSERT_EQ(sqlite3_exec(db, absl::StrFormat("UPDATE updates SET chain = '%s' WHERE job_id = 'j' AND seq = %d",
+                                                 h, seq).c_str(),
+                             nullptr, nullptr, nullptr), SQLITE_OK);
+    }
+    sqlite3_close(db);
+    std::string mark = ReadFile(Db() + ".mark");
+    const size_t at = mark.find("head ");
+    ASSERT_NE(at, std::string::npos);
+    std::ofstream(Db() + ".mark") << mark.substr(0, at) + "head " + head + "\n";
+  }
 };
 
 TEST_F(TamperTest, DroppingTheLedgersTailIsDataLossAtStartUp) {
@@ -167,52 +215,8 @@ TEST_F(TamperTest, AClientHoldingAnOldHeadDetectsARewrittenHistory) {
   }
   ASSERT_TRUE(server_->Stop().ok());
 
-  // The rewrite, heads recomputed as the server computes them.
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(Db().c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "UPDATE updates SET steps = 'gaussian:sigma=70,count=1' "
-                               "WHERE seq = 2", nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_stmt* q = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT seq, steps, spent_lower, spent_estimate, "
-                                     "spent_upper, failure_probability, num_steps_after, "
-                                     "commit_time_ms, chain FROM updates ORDER BY seq",
-                                 -1, &q, nullptr), SQLITE_OK);
-    std::string head;
-    std::vector<std::pair<int64_t, std::string>> heads;
-    while (sqlite3_step(q) == SQLITE_ROW) {
-      const int64_t seq = sqlite3_column_int64(q, 0);
-      if (seq == 1) {
-        head = reinterpret_cast<const char*>(sqlite3_column_text(q, 8));
-        continue;
-      }
-      chain::UpdateFields f;
-      f.tenant = "default";
-      f.job_id = "j";
-      f.seq = seq;
-      f.steps = reinterpret_cast<const char*>(sqlite3_column_text(q, 1));
-      f.lower = sqlite3_column_double(q, 2);
-      f.estimate = sqlite3_column_double(q, 3);
-      f.upper = sqlite3_column_double(q, 4);
-      f.guarantee = "certified";
-      f.failure_probability = sqlite3_column_double(q, 5);
-      f.num_steps_after = sqlite3_column_int64(q, 6);
-      f.commit_time_ms = sqlite3_column_int64(q, 7);
-      heads.emplace_back(seq, head = chain::NextUpdate(head, f));
-    }
-    sqlite3_finalize(q);
-    for (const auto& [seq, h] : heads) {
-      ASSERT_EQ(sqlite3_exec(db, absl::StrFormat("UPDATE updates SET chain = '%s' WHERE seq = %d",
-                                                 h, seq).c_str(),
-                             nullptr, nullptr, nullptr), SQLITE_OK);
-    }
-    sqlite3_close(db);
-    std::string mark = ReadFile(Db() + ".mark");
-    const size_t at = mark.find("head ");
-    ASSERT_NE(at, std::string::npos);
-    mark = mark.substr(0, at) + "head " + head + "\n";
-    std::ofstream(Db() + ".mark") << mark;
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      Forge("UPDATE updates SET steps = 'gaussian:sigma=70,count=1' WHERE seq = 2"));
 
   ASSERT_TRUE(server_->Start().ok()) << server_->LogTail();  // the forgery is consistent
   auto c = NewClient();
@@ -226,6 +230,40 @@ TEST_F(TamperTest, AClientHoldingAnOldHeadDetectsARewrittenHistory) {
   EXPECT_THAT(verdict.status().message(),
               HasSubstr("ledger of job 'default/j' was rewritten at or before seq 4: the held "
                         "head " + held.chain_head() + " is not the recomputed"));
+}
+
+// The forgery above that lowers a charge: the chain and the mark are consistent, and only
+// replaying the admission policy (--replay-ledger) shows the stored spent is wrong.
+TEST_F(TamperTest, AForgedSpentValueIsDataLossWhenTheLedgerIsReplayed) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  CreateJobWithSteps(4);
+  {
+    // A declared PLD job whose 5 updates were admitted as one group: their stored bounds
+    // are the group's, and the replay accepts them.
+    auto c = NewClient();
+    ASSERT_TRUE(c->CreateJob(JobRequest("g", 5, 1e-6)).ok());
+    v1::AppendStepsRequest r;
+    r.set_job_id("g");
+    for (int seq = 1; seq <= 5; ++seq) {
+      v1::StepUpdate* u = r.add_updates();
+      u->set_seq(seq);
+      u->add_steps()->set_spec("gaussian:sigma=10,count=2");
+    }
+    auto acks = c->AppendSteps(r);
+    ASSERT_TRUE(acks.ok()) << acks.status();
+    ASSERT_TRUE(acks->acks(4).admitted());
+  }
+  ASSERT_TRUE(server_->Stop().ok());
+  server_ = std::make_unique<ServerProcess>(
+      ServerConfig{.data_dir = DataDir(), .extra_args = {"--replay-ledger"}});
+  ASSERT_TRUE(server_->Start().ok()) << server_->LogTail();
+  EXPECT_THAT(server_->LogTail(), HasSubstr("ledger replay ok jobs=2 updates=9"));
+  ASSERT_TRUE(server_->Stop().ok());
+  ASSERT_NO_FATAL_FAILURE(Forge(
+      "UPDATE updates SET spent_lower = spent_lower / 2, spent_estimate = spent_estimate / 2, "
+      "spent_upper = spent_upper / 2 WHERE job_id = 'j' AND seq = 3"));
+  ExpectStartRefused("ledger of job 'default/j' is damaged at seq 3: stored spent upper");
+  EXPECT_THAT(ReadFile(server_->log_path()), HasSubstr("is below the replayed"));
 }
 
 }  // namespace
