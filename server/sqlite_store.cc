@@ -189,8 +189,11 @@ absl::Status SqliteStore::CheckMark(const SqliteStoreOptions& options) {
     now.updates = q.Int(2);
   }
   const std::string mark_path = options.path + ".mark";
-  absl::StatusOr<std::optional<StoreMark>> mark = ReadStoreMark(mark_path);
-  if (!mark.ok()) return mark.status();
+  std::optional<StoreMark> stored;
+  absl::StatusOr<std::unique_ptr<StoreMarkFile>> file = StoreMarkFile::Open(mark_path, &stored);
+  if (!file.ok()) return file.status();
+  mark_file_ = *std::move(file);
+  const std::optional<StoreMark>* mark = &stored;
   std::string lost;
   if (!mark->has_value()) {
     if (now.jobs > 0) {
@@ -234,7 +237,7 @@ absl::Status SqliteStore::CheckMark(const SqliteStoreOptions& options) {
   }
   now.head = mark->has_value() && lost.empty() ? (*mark)->head : "";
   mark_ = now;
-  return WriteStoreMark(mark_path, mark_);
+  return mark_file_->Write(mark_);
 }
 
 absl::Status SqliteStore::CheckPath() const {
@@ -300,7 +303,7 @@ absl::Status SqliteStore::Apply(std::span<const WriteBatch* const> batches) {
     mark_.updates += static_cast<int64_t>(b->updates.size());
     if (!b->updates.empty()) mark_.head = b->updates.back().chain;
   }
-  return WriteStoreMark(path_ + ".mark", mark_);
+  return mark_file_->Write(mark_);
 }
 
 absl::Status SqliteStore::ApplyOne(const WriteBatch& batch) {

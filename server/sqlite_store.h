@@ -13,6 +13,7 @@
 // mark "<path>.mark" says was acknowledged (unless accept_data_loss); Apply refuses to
 // commit once the database file is no longer the one opened (deleted or replaced), and
 // rewrites the mark after each commit group before returning OK.
+// The mark lives in "<path>.mark" (store_mark.h).
 //
 // Thread safety: one write connection (Apply, serialised by a mutex) and one read
 // connection (reads, serialised by another mutex); WAL lets readers run beside a commit.
@@ -83,6 +84,7 @@ class SqliteStore final : public Store {
   dev_t dev_ = 0;
   ino_t ino_ = 0;
   StoreMark mark_;  // guarded by write_mu_
+  std::unique_ptr<StoreMarkFile> mark_file_;
 
   std::mutex write_mu_;
   sqlite3* write_db_ = nullptr;
