@@ -181,12 +181,14 @@ absl::Status SqliteStore::CheckMark(const SqliteStoreOptions& options) {
   StoreMark now;
   {
     Stmt q(write_db_, "SELECT (SELECT value FROM meta WHERE key = 'store_id'), "
-                      "(SELECT count(*) FROM jobs), (SELECT count(*) FROM updates)");
+                      "(SELECT count(*) FROM jobs), (SELECT count(*) FROM updates), "
+                      "(SELECT count(*) FROM releases)");
     if (!q.status().ok()) return q.status();
     if (q.Step() != SQLITE_ROW) return Error(write_db_, sqlite3_errcode(write_db_), "read mark");
     now.store_id = q.Text(0);
     now.jobs = q.Int(1);
     now.updates = q.Int(2);
+    now.releases = q.Int(3);
   }
   const std::string mark_path = options.path + ".mark";
   std::optional<StoreMark> stored;
@@ -208,11 +210,14 @@ absl::Status SqliteStore::CheckMark(const SqliteStoreOptions& options) {
         "updates of %d jobs",
         options.path, mark_path, now.store_id, (*mark)->store_id, (*mark)->updates,
         (*mark)->jobs);
-  } else if (now.updates < (*mark)->updates || now.jobs < (*mark)->jobs) {
+  } else if (now.updates < (*mark)->updates || now.jobs < (*mark)->jobs ||
+             now.releases < (*mark)->releases) {
     lost = absl::StrFormat(
-        "database '%s' holds %d updates of %d jobs but %d updates of %d jobs were "
-        "acknowledged (mark '%s'): the newest commits are lost (a WAL deleted after a crash?)",
-        options.path, now.updates, now.jobs, (*mark)->updates, (*mark)->jobs, mark_path);
+        "database '%s' holds %d updates of %d jobs and %d releases but %d updates of %d jobs "
+        "and %d releases were acknowledged (mark '%s'): the newest commits are lost (a WAL "
+        "deleted after a crash?)",
+        options.path, now.updates, now.jobs, now.releases, (*mark)->updates, (*mark)->jobs,
+        (*mark)->releases, mark_path);
   } else if (!(*mark)->head.empty()) {
     Stmt q(write_db_, "SELECT tenant, job_id, seq FROM updates WHERE chain = ? LIMIT 1");
     q.Bind(1, (*mark)->head);
@@ -301,6 +306,7 @@ absl::Status SqliteStore::Apply(std::span<const WriteBatch* const> batches) {
   for (const WriteBatch* b : batches) {
     mark_.jobs += static_cast<int64_t>(b->new_jobs.size());
     mark_.updates += static_cast<int64_t>(b->updates.size());
+    mark_.releases += static_cast<int64_t>(b->releases.size());
     if (!b->updates.empty()) mark_.head = b->updates.back().chain;
   }
   return mark_file_->Write(mark_);

@@ -26,8 +26,9 @@ absl::Status Errno(std::string_view what, const std::string& path) {
 }
 
 std::string Body(uint64_t generation, const StoreMark& m) {
-  return absl::StrFormat("dplmark1 gen=%d store_id=%s jobs=%d updates=%d head=%s", generation,
-                         m.store_id, m.jobs, m.updates, m.head.empty() ? "-" : m.head);
+  return absl::StrFormat("dplmark1 gen=%d store_id=%s jobs=%d updates=%d releases=%d head=%s",
+                         generation, m.store_id, m.jobs, m.updates, m.releases,
+                         m.head.empty() ? "-" : m.head);
 }
 
 // One slot's record, when it is complete and its checksum matches.
@@ -48,9 +49,10 @@ std::optional<std::pair<uint64_t, StoreMark>> ParseSlot(std::string_view slot) {
     if (p.first == "store_id") fields += !(m.store_id = p.second).empty();
     if (p.first == "jobs") fields += absl::SimpleAtoi(p.second, &m.jobs);
     if (p.first == "updates") fields += absl::SimpleAtoi(p.second, &m.updates);
+    if (p.first == "releases") fields += absl::SimpleAtoi(p.second, &m.releases);
     if (p.first == "head") ++fields, m.head = p.second == "-" ? "" : p.second;
   }
-  if (fields != 5) return std::nullopt;
+  if (fields != 6) return std::nullopt;
   return std::make_pair(gen, m);
 }
 

@@ -1,6 +1,6 @@
 // Store loss is not silent (issue 11 "Hardening", defect 7). A store has an identity (a
 // random id created with it, kept in its meta table) and a high-water mark kept in a small
-// file beside it ("<database>.mark"): the identity, the updates and jobs it has
+// file beside it ("<database>.mark"): the identity, the jobs, updates and releases it has
 // acknowledged, and the newest update chain head (ledger_chain.h) of the last commit.
 //
 // The mark is rewritten after every commit group and before its acks are sent, so every
@@ -37,6 +37,7 @@ struct StoreMark {
   std::string store_id;
   int64_t jobs = 0;
   int64_t updates = 0;
+  int64_t releases = 0;
   std::string head;  // the newest update head committed, "" before any update
 };
 

@@ -14,7 +14,8 @@ using ::dpledger::testing::StatusIs;
 using ::testing::HasSubstr;
 
 StoreMark Mark(int64_t updates) {
-  return {"0123456789abcdef0123456789abcdef", 2, updates, std::string(64, 'a' + updates % 6)};
+  return {"0123456789abcdef0123456789abcdef", 2, updates, 3,
+          std::string(64, static_cast<char>('a' + updates % 6))};
 }
 
 TEST(StoreMark, TheNewestRecordIsReadBack) {
@@ -32,6 +33,7 @@ TEST(StoreMark, TheNewestRecordIsReadBack) {
   ASSERT_TRUE(existing.has_value());
   EXPECT_EQ(existing->updates, 5);
   EXPECT_EQ(existing->jobs, 2);
+  EXPECT_EQ(existing->releases, 3);
   EXPECT_EQ(existing->head, Mark(5).head);
   EXPECT_EQ(existing->store_id, Mark(5).store_id);
 }

@@ -131,7 +131,9 @@ TEST_F(TamperTest, DroppingTheLedgersTailIsDataLossAtStartUp) {
   CreateJobWithSteps(10);
   ASSERT_TRUE(server_->Stop().ok());
   ExecSql(Db(), "DELETE FROM updates WHERE seq > 7");
-  ExpectStartRefused("holds 7 updates of 1 jobs but 10 updates of 1 jobs were acknowledged");
+  ExpectStartRefused(
+      "holds 7 updates of 1 jobs and 0 releases but 10 updates of 1 jobs and 0 releases were "
+      "acknowledged");
 }
 
 TEST_F(TamperTest, AnEditedBudgetIsDataLossAtStartUp) {
