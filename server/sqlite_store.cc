@@ -195,38 +195,37 @@ absl::Status SqliteStore::CheckMark(const SqliteStoreOptions& options) {
   absl::StatusOr<std::unique_ptr<StoreMarkFile>> file = StoreMarkFile::Open(mark_path, &stored);
   if (!file.ok()) return file.status();
   mark_file_ = *std::move(file);
-  const std::optional<StoreMark>* mark = &stored;
   std::string lost;
-  if (!mark->has_value()) {
+  if (!stored.has_value()) {
     if (now.jobs > 0) {
       spdlog::warn("store mark '{}' is missing beside a database with {} jobs: writing it "
                    "(first start since the mark was introduced, or the mark was deleted)",
                    mark_path, now.jobs);
     }
-  } else if ((*mark)->store_id != now.store_id) {
+  } else if (stored->store_id != now.store_id) {
     lost = absl::StrFormat(
         "database '%s' is not the store its mark '%s' describes (store id '%s', the mark "
         "says '%s'): the database was deleted, emptied or replaced, losing %d acknowledged "
         "updates of %d jobs",
-        options.path, mark_path, now.store_id, (*mark)->store_id, (*mark)->updates,
-        (*mark)->jobs);
-  } else if (now.updates < (*mark)->updates || now.jobs < (*mark)->jobs ||
-             now.releases < (*mark)->releases) {
+        options.path, mark_path, now.store_id, stored->store_id, stored->updates,
+        stored->jobs);
+  } else if (now.updates < stored->updates || now.jobs < stored->jobs ||
+             now.releases < stored->releases) {
     lost = absl::StrFormat(
         "database '%s' holds %d updates of %d jobs and %d releases but %d updates of %d jobs "
         "and %d releases were acknowledged (mark '%s'): the newest commits are lost (a WAL "
         "deleted after a crash?)",
-        options.path, now.updates, now.jobs, now.releases, (*mark)->updates, (*mark)->jobs,
-        (*mark)->releases, mark_path);
-  } else if (!(*mark)->head.empty()) {
+        options.path, now.updates, now.jobs, now.releases, stored->updates, stored->jobs,
+        stored->releases, mark_path);
+  } else if (!stored->head.empty()) {
     Stmt q(write_db_, "SELECT tenant, job_id, seq FROM updates WHERE chain = ? LIMIT 1");
-    q.Bind(1, (*mark)->head);
+    q.Bind(1, stored->head);
     const int rc = q.Step();
     if (rc == SQLITE_DONE) {
       lost = absl::StrFormat(
           "database '%s' has no update with the newest acknowledged chain head %s (mark "
           "'%s'): acknowledged updates were lost or rewritten",
-          options.path, (*mark)->head, mark_path);
+          options.path, stored->head, mark_path);
     } else if (rc != SQLITE_ROW) {
       return Error(write_db_, rc, "find newest head");
     }
@@ -240,7 +239,7 @@ absl::Status SqliteStore::CheckMark(const SqliteStoreOptions& options) {
     }
     spdlog::critical("ACCEPTING DATA LOSS (--accept-data-loss): {}", lost);
   }
-  now.head = mark->has_value() && lost.empty() ? (*mark)->head : "";
+  now.head = stored.has_value() && lost.empty() ? stored->head : "";
   mark_ = now;
   return mark_file_->Write(mark_);
 }
