@@ -156,6 +156,7 @@ Json JobJson(const v1::Job& job) {
   j["schedule"] = job.schedule() == v1::SCHEDULE_ADAPTIVE ? "adaptive" : "declared";
   j["admission"] = job.admission();
   j["admission_guarantee"] = job.admission_guarantee();
+  j["chain_head"] = job.chain_head();
   if (job.plan_size() > 0) {
     Json plan = Json::array();
     for (const v1::Step& s : job.plan()) plan.push_back(s.spec());
@@ -184,7 +185,8 @@ Json AckJson(const v1::StepAck& ack) {
             {"duplicate", ack.duplicate()},   {"epsilon", BoundJson(ack.spent())},
             {"num_steps", ack.num_steps()},   {"last_seq", ack.last_seq()},
             {"accountant", ack.accountant()}, {"budget", BudgetJson(ack.budget())},
-            {"admission_guarantee", ack.admission_guarantee()}};
+            {"admission_guarantee", ack.admission_guarantee()},
+            {"chain_head", ack.chain_head()}};
   if (!ack.admitted()) {
     if (ack.has_candidate()) j["candidate"] = BoundJson(ack.candidate());
     j["refusal_reason"] = ack.refusal_reason();

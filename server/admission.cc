@@ -95,6 +95,7 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
       it.ack.spent = r.spent;
       it.ack.num_steps = r.num_steps_after;
       it.ack.last_seq = seq;
+      it.ack.chain_head = r.chain;
     } else if (seq == expected) {
       if (job.state != JobState::kOpen) {
         if (absl::Status s = fail(it, absl::FailedPreconditionError(absl::StrFormat(
@@ -163,6 +164,7 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
     batch.evr_marks.push_back({job.key, EvrState::kIdle, "", EvrState::kVerifying});
   }
   int64_t num_steps = entry.num_steps;
+  std::string head = entry.chain_head;  // ledger_chain.h
   const int64_t now_ms = NowMs();
   for (int k = 0; k < m_all; ++k) {
     Item& it = items[fresh[k]];
@@ -179,8 +181,10 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
       it.ack.spent = b;
       it.ack.num_steps = num_steps;
       it.ack.last_seq = it.update.seq;
-      batch.updates.push_back(
-          UpdateRow{job.key, it.update.seq, it.canonical, b, num_steps, now_ms});
+      UpdateRow row{job.key, it.update.seq, it.canonical, b, num_steps, now_ms};
+      row.chain = head = ChainUpdate(head, row);
+      it.ack.chain_head = head;
+      batch.updates.push_back(std::move(row));
     } else if (it.kind == Item::Kind::kNew) {
       it.kind = Item::Kind::kNotAttempted;
       it.ack.seq = it.update.seq;
@@ -199,17 +203,14 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
   if (admitted < m_all && stream) *stream_refused_seq = items[fresh[admitted]].update.seq;
 
   if (admitted > 0) {
+    for (const UpdateRow& row : batch.updates) cache_.Remember(entry, row);
+    entry.chain_head = head;
     entry.tail = committer_.Submit(std::move(batch));
     entry.row.evr_state = EvrState::kIdle;
     entry.policy = std::move(d.next);
     cache_.PolicyChanged(entry);
     entry.num_steps = num_steps;
     entry.last_seq = items[fresh[admitted - 1]].update.seq;
-    for (int k = 0; k < admitted; ++k) {
-      const Item& it = items[fresh[k]];
-      cache_.Remember(entry, UpdateRow{job.key, it.update.seq, it.canonical, it.ack.spent,
-                                       it.ack.num_steps, now_ms});
-    }
     if (metrics_) metrics_->JobEpsilon(job_name, after.upper, job.budget_epsilon);
   }
 
@@ -226,6 +227,7 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
       it.ack.spent = entry.spent();
       it.ack.num_steps = entry.num_steps;
       it.ack.last_seq = entry.last_seq;
+      it.ack.chain_head = entry.chain_head;
     }
     if (it.kind == Item::Kind::kError) {
       it.ack = Ack{};

@@ -70,6 +70,13 @@ absl::Status JobCache::Load(JobEntry& entry, const JobKey& key) {
   entry.last_seq = entry.recent.empty() ? 0 : entry.recent.back().seq;
   entry.num_steps = entry.policy->ledger().num_steps();
   entry.num_releases = *releases;
+  entry.chain_head = entry.recent.empty() ? ChainGenesis(**row) : entry.recent.back().chain;
+  entry.release_head = ChainGenesis(**row);
+  if (*releases > 0) {
+    absl::StatusOr<std::vector<ReleaseRow>> all = store_->ListReleases(key);
+    if (!all.ok()) return all.status();
+    if (!all->empty()) entry.release_head = all->back().chain;
+  }
   entry.tail = nullptr;
   entry.loaded = true;
   entry.stale = false;
@@ -148,6 +155,7 @@ absl::Status JobCache::Refresh(JobEntry& entry, const JobKey& key) {
     if (!s.ok()) return s;
     if (absl::Status e = entry.policy->Extend(steps, spent); !e.ok()) return e;
     entry.last_seq = entry.recent.back().seq;
+    entry.chain_head = entry.recent.back().chain;
     entry.num_steps = entry.policy->ledger().num_steps();
     PolicyChanged(entry);
   }

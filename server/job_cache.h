@@ -52,6 +52,8 @@ struct JobEntry {
   // a retry would add false-positive exposure (mc-evr.md 4.8), so later releases of the same
   // prefix use the certified path only. In memory: a restart forgets it.
   int64_t evr_rejected_at_seq = -1;
+  std::string chain_head;    // the ledger chain head at last_seq (ledger_chain.h)
+  std::string release_head;  // the job's newest release link (head_0 when none)
 
   const core::EpsilonBound& spent() const { return policy->spent(); }
 };

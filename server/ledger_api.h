@@ -40,6 +40,7 @@ struct JobInfo {
   int64_t num_releases = 0;
   core::EpsilonBound spent;           // epsilon at budget delta by the admission policy
   std::string admission_guarantee;    // what backs admission (AdmissionGuarantee)
+  std::string chain_head;             // ledger chain head at last_seq (ledger_chain.h)
 };
 
 struct JobPage {
@@ -92,6 +93,7 @@ struct Ack {
   double budget_epsilon = 0;
   double budget_delta = 0;
   std::string admission_guarantee;
+  std::string chain_head;             // ledger chain head at last_seq (ledger_chain.h)
 };
 
 struct SpentQuery {

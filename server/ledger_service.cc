@@ -117,6 +117,7 @@ JobInfo LedgerService::InfoLocked(const JobEntry& e) const {
   info.num_releases = e.num_releases;
   info.spent = e.spent();
   info.admission_guarantee = e.policy->guarantee();
+  info.chain_head = e.chain_head;
   return info;
 }
 
@@ -173,6 +174,7 @@ absl::StatusOr<JobInfo> LedgerService::CreateJob(const Caller& caller, const Job
   info.row = row;
   info.spent = core::EpsilonBound{0, 0, 0, core::Guarantee::kCertified, 0};
   info.admission_guarantee = AdmissionGuarantee(row);
+  info.chain_head = ChainGenesis(row);
   return info;
 }
 
@@ -322,9 +324,11 @@ absl::StatusOr<JobPage> LedgerService::ListJobs(const Caller& caller, std::strin
     info.row = r;
     info.admission_guarantee = AdmissionGuarantee(r);
     info.spent = core::EpsilonBound{0, 0, 0, core::Guarantee::kCertified, 0};
+    info.chain_head = ChainGenesis(r);
     absl::StatusOr<std::optional<UpdateRow>> last = store_->LastUpdate(r.key);
     if (!last.ok()) return last.status();
     if (last->has_value()) {
+      info.chain_head = (*last)->chain;
       info.last_seq = (*last)->seq;
       info.num_steps = (*last)->num_steps_after;
       info.spent = (*last)->spent;

@@ -142,6 +142,8 @@ class LedgerService {
   void Shutdown();
 
   const LedgerOptions& options() const { return options_; }
+  // A job's admission policy options (its mc seed and samples applied).
+  PolicyOptions PolicyOptionsFor(const JobRow& row) const;
 
  private:
   // Admission bookkeeping for one received update (admission.cc).
@@ -160,7 +162,6 @@ class LedgerService {
   JobInfo InfoLocked(const JobEntry& entry) const;
   // Waits for the job's pending commits (queries must not report what is not durable).
   static absl::Status WaitTail(CommitTicketPtr tail);
-  PolicyOptions PolicyOptionsFor(const JobRow& row) const;
   absl::StatusOr<std::unique_ptr<core::Accountant>> NewAccountant(const JobRow& row,
                                                                   std::string_view name) const;
   // The time cap of one query by `accountant`: the server's (--query-mc-max-seconds for mc,

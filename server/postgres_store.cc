@@ -54,13 +54,14 @@ JobRow ReadJob(const PGresult* r, int row) {
 
 constexpr std::string_view kUpdateColumns =
     "tenant, job_id, seq, steps, spent_lower, spent_estimate, spent_upper, guarantee, "
-    "failure_probability, num_steps_after, commit_time_ms";
-constexpr int kUpdateColumnCount = 11;
+    "failure_probability, num_steps_after, commit_time_ms, chain";
+constexpr int kUpdateColumnCount = 12;
 
 void AddUpdate(Params& p, const UpdateRow& u) {
   p.Add(u.key.tenant).Add(u.key.job_id).Add(u.seq).Add(u.steps).Add(u.spent.lower)
       .Add(u.spent.estimate).Add(u.spent.upper).Add(static_cast<int>(u.spent.guarantee))
-      .Add(u.spent.failure_probability).Add(u.num_steps_after).Add(u.commit_time_ms);
+      .Add(u.spent.failure_probability).Add(u.num_steps_after).Add(u.commit_time_ms)
+      .Add(u.chain);
 }
 
 UpdateRow ReadUpdate(const PGresult* r, int row) {
@@ -75,14 +76,15 @@ UpdateRow ReadUpdate(const PGresult* r, int row) {
   u.spent.failure_probability = pg::Real(r, row, 8);
   u.num_steps_after = pg::Int(r, row, 9);
   u.commit_time_ms = pg::Int(r, row, 10);
+  u.chain = pg::Text(r, row, 11);
   return u;
 }
 
 constexpr std::string_view kReleaseColumns =
     "release_id, tenant, job_id, request_id, epsilon, delta, delta_est, tau, rho, guarantee, "
     "failure_probability, verifier, fallback, num_samples, seconds, backend, seed, delta_hat, "
-    "threshold, note, payload_sha256, payload, ledger_seq, num_steps, create_time_ms";
-constexpr int kReleaseColumnCount = 25;
+    "threshold, note, payload_sha256, payload, ledger_seq, num_steps, create_time_ms, chain";
+constexpr int kReleaseColumnCount = 26;
 
 void AddRelease(Params& p, const ReleaseRow& r) {
   p.Add(r.release_id).Add(r.key.tenant).Add(r.key.job_id).Add(r.request_id).Add(r.epsilon)
@@ -90,7 +92,7 @@ void AddRelease(Params& p, const ReleaseRow& r) {
       .Add(r.failure_probability).Add(r.verifier).Add(r.fallback ? "true" : "false")
       .Add(r.num_samples).Add(r.seconds).Add(r.backend).Add(r.seed).Add(r.delta_hat)
       .Add(r.threshold).Add(r.note).Add(r.payload_sha256).Bytes(r.payload).Add(r.ledger_seq)
-      .Add(r.num_steps).Add(r.create_time_ms);
+      .Add(r.num_steps).Add(r.create_time_ms).Add(r.chain);
 }
 
 ReleaseRow ReadRelease(const PGresult* res, int row) {
@@ -122,6 +124,7 @@ ReleaseRow ReadRelease(const PGresult* res, int row) {
   r.ledger_seq = pg::Int(res, row, c++);
   r.num_steps = pg::Int(res, row, c++);
   r.create_time_ms = pg::Int(res, row, c++);
+  r.chain = pg::Text(res, row, c++);
   return r;
 }
 
@@ -180,7 +183,7 @@ void InsertUpdates(std::vector<pg::Statement>& out, const std::vector<const Upda
   st.sql = absl::StrFormat(
       "INSERT INTO updates (%s) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], "
       "$4::text[], $5::float8[], $6::float8[], $7::float8[], $8::int[], $9::float8[], "
-      "$10::bigint[], $11::bigint[])",
+      "$10::bigint[], $11::bigint[], $12::text[])",
       std::string(kUpdateColumns));
   st.what = "insert updates";
 }

@@ -313,6 +313,24 @@ class Ledger:
             for seq, steps in updates])
         return [StepAck.from_proto(a) for a in self._call("AppendSteps", request).acks]
 
+    def verify_chain(self, job_id: str, held_seq: int, held_head: str, *,
+                     tenant: Optional[str] = None) -> str:
+        """Checks that the job's history up to ``held_seq`` is still the one whose chain head
+        was ``held_head`` (from an ack's ``proto.chain_head`` or a job's): recomputes the
+        chain from GetJob and GetLedger (dpledger.chain). Raises DataLoss naming the seq
+        where it was rewritten; returns the current head."""
+        from .chain import verify_chain
+        job = self._call("GetJob", pb.GetJobRequest(job_id=job_id, tenant=self._tenant(tenant)))
+        entries, after = [], 0
+        while True:
+            r = self._call("GetLedger", pb.GetLedgerRequest(
+                job_id=job_id, tenant=self._tenant(tenant), after_seq=after))
+            entries.extend(r.entries)
+            if not r.more or not r.entries:
+                break
+            after = r.entries[-1].seq
+        return verify_chain(job, entries, held_seq, held_head)
+
     def ledger_entries(self, job_id: str, *, after_seq: int = 0, page_size: int = 0,
                        tenant: Optional[str] = None) -> Iterator[LedgerEntry]:
         """GetLedger: the admitted updates with seq > after_seq, in order (pages followed)."""
