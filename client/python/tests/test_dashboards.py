@@ -19,7 +19,7 @@ import urllib.request
 import pytest
 
 from conftest import REPO, Server, _die_with_parent, free_port
-from dpledger import BudgetExceeded, Gaussian, Ledger
+from dpledger import BudgetExceeded, Gaussian, Ledger, NotFound
 
 DASHBOARD = os.path.join(REPO, "deploy", "grafana", "dpledger.json")
 RULES = os.path.join(REPO, "deploy", "prometheus", "dpledger-rules.yaml")
@@ -66,6 +66,8 @@ def scene(tmp_path_factory):
             job.step(M, job.remaining(M).max_additional_steps + 1)
         release = job.release(payload=b"counts", epsilon=BUDGET_EPSILON,
                               delta_est=BUDGET_DELTA)
+        with pytest.raises(NotFound):  # an RPC error, for the dashboard's error panel
+            ledger.get_job("no-such-job")
         yield {"server": server, "metrics": metrics, "job": job, "ledger": ledger,
                "release": release, "info": job.refresh(),
                "entries": list(job.entries())}
@@ -84,8 +86,16 @@ def scrape(address: str) -> dict:
     return out
 
 
+def dashboard_exprs() -> list:
+    """The dashboard's queries, its Grafana variables replaced as Grafana would."""
+    with open(DASHBOARD) as f:
+        panels = json.load(f)["panels"]
+    return [t["expr"].replace("$__rate_interval", "1m").replace("$instance", ".*")
+            for p in panels for t in p.get("targets", [])]
+
+
 def referenced_metrics() -> set:
-    exprs = [t["expr"] for p in json.load(open(DASHBOARD))["panels"] for t in p.get("targets", [])]
+    exprs = dashboard_exprs()
     with open(RULES) as f:
         exprs.append(f.read())
     names = set(re.findall(r"\bdpledger_[a-z_]+\b", "\n".join(exprs)))
@@ -157,6 +167,10 @@ def test_debian_prometheus_fires_the_budget_alert(scene, tmp_path):
         assert len(up["result"]) == 1
         names = {a["labels"]["alertname"] for a in alerts}
         assert names == {"DpledgerJobBudgetNearlySpent"}, names
+        # Every dashboard query parses and has data (so each panel would draw something).
+        time.sleep(3)  # two scrapes after the last request, for the rates
+        for expr in dashboard_exprs():
+            assert prometheus_api(web, "query", query=expr)["result"], expr
     finally:
         proc.terminate()
         proc.wait(20)
