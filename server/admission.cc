@@ -181,7 +181,7 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
       it.ack.spent = b;
       it.ack.num_steps = num_steps;
       it.ack.last_seq = it.update.seq;
-      UpdateRow row{job.key, it.update.seq, it.canonical, b, num_steps, now_ms};
+      UpdateRow row{job.key, it.update.seq, it.canonical, b, num_steps, now_ms, ""};
       row.chain = head = ChainUpdate(head, row);
       it.ack.chain_head = head;
       batch.updates.push_back(std::move(row));

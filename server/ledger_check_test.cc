@@ -27,7 +27,7 @@ class LedgerCheck : public ::testing::Test {
   // The next row, chained onto the previous one (ledger_chain.h).
   UpdateRow Row(int64_t seq, int64_t num_steps_after, double upper) {
     UpdateRow u{job_.key, seq, CanonicalSteps({testing::Gaussian(10, 2)}),
-                {upper / 2, upper, upper, core::Guarantee::kCertified, 0}, num_steps_after, 0};
+                {upper / 2, upper, upper, core::Guarantee::kCertified, 0}, num_steps_after, 0, ""};
     if (head_.empty()) head_ = ChainGenesis(job_);
     u.chain = head_ = ChainUpdate(head_, u);
     return u;

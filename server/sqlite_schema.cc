@@ -139,7 +139,7 @@ absl::Status ChainExistingRows(sqlite3* db) {
         UpdateRow r{j.key, u.Int(0), u.Text(1),
                     core::EpsilonBound{u.Real(2), u.Real(3), u.Real(4),
                                        static_cast<core::Guarantee>(u.Int(5)), u.Real(6)},
-                    u.Int(7), u.Int(8)};
+                    u.Int(7), u.Int(8), ""};
         if (r.seq != static_cast<int64_t>(heads.size())) {
           return absl::DataLossError(absl::StrFormat("job '%s' seq %d follows seq %d",
                                                      JobKeyString(j.key), r.seq,
