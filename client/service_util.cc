@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "client/cli_commands.h"
+#include "client/cli_output.h"
 
 namespace dpledger::cli {
 
@@ -104,13 +105,12 @@ std::string GuaranteeName(v1::Guarantee g) {
 }
 
 Json BoundJson(const v1::Bound& b) {
-  Json j = {{"lower", b.lower()},
-            {"estimate", b.estimate()},
-            {"upper", b.upper()},
-            {"guarantee", GuaranteeName(b.guarantee())}};
-  if (b.guarantee() == v1::GUARANTEE_STATISTICAL)
-    j["failure_probability"] = b.failure_probability();
-  return j;
+  // An unset guarantee promises nothing: it prints as an estimate.
+  const core::Guarantee g = b.guarantee() == v1::GUARANTEE_CERTIFIED     ? core::Guarantee::kCertified
+                            : b.guarantee() == v1::GUARANTEE_STATISTICAL ? core::Guarantee::kStatistical
+                                                                         : core::Guarantee::kEstimate;
+  return BoundToJson(
+      core::EpsilonBound{b.lower(), b.estimate(), b.upper(), g, b.failure_probability()});
 }
 
 Json BudgetJson(const v1::Budget& b) { return {{"epsilon", b.epsilon()}, {"delta", b.delta()}}; }
@@ -188,7 +188,7 @@ Json AckJson(const v1::StepAck& ack) {
             {"admission_guarantee", ack.admission_guarantee()},
             {"chain_head", ack.chain_head()}};
   if (!ack.admitted()) {
-    j["candidate"] = BoundJson(ack.candidate());
+    if (ack.has_candidate()) j["candidate"] = BoundJson(ack.candidate());
     j["refusal_reason"] = ack.refusal_reason();
     j["refusal_kind"] = RefusalKindName(ack.refusal_kind());
   }

@@ -131,10 +131,13 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
   for (int i : fresh) run.push_back(items[i].update.steps);
   AdmitContext ctx{job, entry.last_seq,
                    [&](EvrState state, std::string note) {
+                     // Conditional on the state this replica saw: a shared store refuses
+                     // the mark (ABORTED) if another replica moved the job meanwhile.
+                     const EvrState seen = entry.row.evr_state;
                      entry.row.evr_state = state;
                      entry.row.evr_note = note;
                      WriteBatch b;
-                     b.evr_marks.push_back({job.key, state, std::move(note)});
+                     b.evr_marks.push_back({job.key, state, std::move(note), seen});
                      entry.tail = committer_.Submit(std::move(b));
                      return entry.tail;
                    },
@@ -158,7 +161,7 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
   const core::EpsilonBound after = d.after;
   WriteBatch batch;
   if (admitted > 0 && d.evr_idle_with_updates) {
-    batch.evr_marks.push_back({job.key, EvrState::kIdle, ""});
+    batch.evr_marks.push_back({job.key, EvrState::kIdle, "", EvrState::kVerifying});
   }
   int64_t num_steps = entry.num_steps;
   std::string head = entry.chain_head;  // ledger_chain.h

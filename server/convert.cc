@@ -159,6 +159,7 @@ absl::StatusOr<JobSpec> JobSpecFromProto(const v1::CreateJobRequest& r) {
 absl::StatusOr<SpentQuery> SpentQueryFromProto(const v1::SpentRequest& r) {
   SpentQuery q;
   q.accountant = r.accountant();
+  q.pld_precision = r.pld_precision();
   switch (r.query_case()) {
     case v1::SpentRequest::kDelta:
       q.delta = r.delta();

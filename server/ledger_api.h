@@ -86,6 +86,7 @@ struct SpentQuery {
   std::optional<double> delta;        // exactly one of delta / epsilon
   std::optional<double> epsilon;
   std::string accountant;             // empty: the job's admitting accountant
+  double pld_precision = 0;           // pld: the interval's target relative width (0: default)
   // The caller's remaining deadline, seconds (0: none): the answer stops there with
   // DEADLINE_EXCEEDED (a Monte Carlo answer stops growing, keeping its pool's progress), as
   // at the server's --query-max-seconds.

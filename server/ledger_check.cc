@@ -16,8 +16,9 @@ absl::Status Damaged(const JobKey& key, int64_t seq, std::string_view what) {
 
 }  // namespace
 
-absl::Status ReplayLedger(Store& store, const JobKey& key, const LedgerVisitor& visit) {
-  int64_t last = 0, num_steps = 0;
+absl::Status ReplayLedger(Store& store, const JobKey& key, const LedgerVisitor& visit,
+                          int64_t after_seq, int64_t num_steps_before) {
+  int64_t last = after_seq, num_steps = num_steps_before;
   for (;;) {
     absl::StatusOr<std::vector<UpdateRow>> rows = store.ListUpdates(key, last, kPage);
     if (!rows.ok()) return rows.status();

@@ -32,7 +32,9 @@ struct LedgerCheckStats {
 // is damaged at seq N: ..."; I/O errors as the store reports them; visit's errors as they are.
 using LedgerVisitor =
     std::function<absl::Status(const UpdateRow&, std::span<const core::MechanismEvent>)>;
-absl::Status ReplayLedger(Store& store, const JobKey& key, const LedgerVisitor& visit);
+// From a known prefix: after_seq updates holding num_steps_before steps (the default: all).
+absl::Status ReplayLedger(Store& store, const JobKey& key, const LedgerVisitor& visit,
+                          int64_t after_seq = 0, int64_t num_steps_before = 0);
 
 // DATA_LOSS naming the job and seq of the first problem; I/O errors as the store reports them.
 absl::Status CheckLedgerConsistency(Store& store, LedgerCheckStats* stats = nullptr);

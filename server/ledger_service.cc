@@ -7,6 +7,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "core/accountants/rdp_mechanisms.h"
+#include "core/mc/mc_accountant.h"
+#include "core/registry/accountant_option_names.h"
 #include "server/renyi_order.h"
 #include "server/schedule_plan.h"
 #include "spdlog/spdlog.h"
@@ -133,9 +135,9 @@ absl::StatusOr<JobInfo> LedgerService::CreateJob(const Caller& caller, const Job
     return absl::UnimplementedError(
         "neighbouring must be ADD_REMOVE: only the add/remove relation is supported");
   }
-  if (spec.mc_num_samples < 0) {
+  if (spec.mc_num_samples < 0 || spec.mc_num_samples > core::kMaxMcSamples) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "mc.num_samples must be >= 0, got %d", spec.mc_num_samples));
+        "mc.num_samples must be in [0, %d], got %d", core::kMaxMcSamples, spec.mc_num_samples));
   }
   absl::StatusOr<JobRow> made = JobRowFromSpec(spec, *tenant);
   if (!made.ok()) return made.status();
@@ -535,6 +537,14 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
     return absl::InvalidArgumentError(
         absl::StrFormat("max_seconds must be a finite number >= 0, got %g", query.max_seconds));
   }
+  // A precision of its own makes the answer a fresh PLD accountant's (never the cached one).
+  if (query.pld_precision != 0) {
+    core::PldOptions checked;
+    if (absl::Status s = core::ApplyPldPrecision(query.pld_precision, "pld_precision", &checked);
+        !s.ok()) {
+      return s;
+    }
+  }
   SpentAnswer ans;
   std::unique_ptr<core::Accountant> acc;
   bool other = false;  // an accountant other than the policy's answers
@@ -553,7 +563,12 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
     ans.num_steps = entry.num_steps;
     ans.last_seq = entry.last_seq;
     tail = entry.tail;
-    const bool own = query.accountant.empty() || query.accountant == row.accountant;
+    const bool own = (query.accountant.empty() || query.accountant == row.accountant) &&
+                     query.pld_precision == 0;
+    if (query.pld_precision != 0 && query.accountant != "pld" &&
+        !(query.accountant.empty() && row.accountant == "pld")) {
+      return absl::InvalidArgumentError("pld_precision applies only to accountant pld");
+    }
     if (own && query.delta == row.budget_delta) {
       ans.accountant = row.accountant;
       ans.epsilon = policy.spent();  // the cached answer: identical to a recomputation
@@ -563,7 +578,9 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
     } else {
       // Another accountant's curve of the realised ledger (an evr job's own queries at other
       // targets are the MC accountant's estimates).
-      ans.accountant = own ? std::string(policy.answering_accountant()) : query.accountant;
+      ans.accountant = own                      ? std::string(policy.answering_accountant())
+                       : query.accountant.empty() ? row.accountant
+                                                  : query.accountant;
       ans.realised_curve = true;
       other = true;
       const auto events = policy.ledger().events();
@@ -573,10 +590,20 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
   // Compute outside the job lock: a slow query must not hold up admission. Another
   // accountant is the cached one (MC sample pools) brought up to date, else a new one.
   if (other) {
-    acc = pools_.Take(key, ans.accountant);
+    if (query.pld_precision == 0) acc = pools_.Take(key, ans.accountant);
     if (acc == nullptr || !ExtendToLedger(*acc, ledger)) {
       absl::StatusOr<std::unique_ptr<core::Accountant>> fresh = NewAccountant(row, ans.accountant);
+      if (fresh.ok() && query.pld_precision != 0) {
+        core::AccountantOptions opts = PolicyOptionsFor(row).accountant_options;
+        (void)core::ApplyPldPrecision(query.pld_precision, "pld_precision", &opts.pld);  // valid
+        fresh = core::CreateAccountant("pld", opts);
+      }
       if (!fresh.ok()) return fresh.status();
+      // Composing a long ledger counts against the query's time too.
+      (*fresh)->SetQueryTimeCap(QueryCap(ans.accountant == "mc"
+                                             ? options_.accountant_options.mc.max_seconds
+                                             : options_.query_max_seconds,
+                                         query.max_seconds));
       for (const core::MechanismEvent& ev : ledger) {
         if (absl::Status s = (*fresh)->Compose(ev); !s.ok()) return s;
       }
@@ -600,7 +627,7 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
     status = b.status();
   }
   if (acc) ans.diagnostics = acc->LastDiagnostics();
-  if (other) pools_.Put(key, std::move(acc));
+  if (other && query.pld_precision == 0) pools_.Put(key, std::move(acc));
   if (!status.ok()) return status;
   if (absl::Status s = WaitTail(tail); !s.ok()) return s;
   return ans;

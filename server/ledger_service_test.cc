@@ -674,5 +674,32 @@ TEST_F(LedgerServiceTest, TheCallersDeadlineCapsOnlyItsOwnMcQuery) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_seconds")));
 }
 
+// Issue 15: a Spent request may ask PLD for its own precision; the interval narrows to it and
+// still contains the exact value. Other accountants and values outside (0, 0.5] are refused.
+TEST_F(LedgerServiceTest, SpentTakesAPerRequestPldPrecision) {
+  Create();
+  for (int64_t seq = 1; seq <= 5; ++seq) ASSERT_TRUE(Append(Upd(seq))->admitted);
+  auto ask = [&](double precision) {
+    return service_->Spent(Caller::Insecure(), "", "job",
+                           {.delta = kDelta, .accountant = "pld", .pld_precision = precision});
+  };
+  absl::StatusOr<SpentAnswer> coarse = ask(0);
+  absl::StatusOr<SpentAnswer> fine = ask(1e-4);
+  ASSERT_THAT(coarse, IsOk());
+  ASSERT_THAT(fine, IsOk());
+  for (const SpentAnswer* a : {&*coarse, &*fine}) {
+    EXPECT_LE(a->epsilon->lower, kEps5);
+    EXPECT_GE(a->epsilon->upper, kEps5);
+  }
+  const double fine_width = (fine->epsilon->upper - fine->epsilon->lower) / fine->epsilon->upper;
+  EXPECT_LE(fine_width, 1e-4);
+  EXPECT_LT(fine_width,
+            (coarse->epsilon->upper - coarse->epsilon->lower) / coarse->epsilon->upper);
+  EXPECT_THAT(service_->Spent(Caller::Insecure(), "", "job",
+                              {.delta = kDelta, .accountant = "rdp", .pld_precision = 1e-3}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("pld_precision")));
+  EXPECT_THAT(ask(0.7), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("pld_precision")));
+}
+
 }  // namespace
 }  // namespace dpledger::server

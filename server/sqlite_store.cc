@@ -340,6 +340,19 @@ absl::Status SqliteStore::ApplyOne(const WriteBatch& batch) {
     }
   }
   for (const EvrMark& m : batch.evr_marks) {
+    if (m.expected) {
+      Stmt chk(write_db_, "SELECT evr_state FROM jobs WHERE tenant = ? AND job_id = ?");
+      chk.Bind(1, m.key.tenant).Bind(2, m.key.job_id);
+      if (!chk.status().ok()) return chk.status();
+      const int rc = chk.Step();
+      if (rc == SQLITE_DONE) {
+        return absl::NotFoundError(absl::StrFormat("job '%s' not found", JobKeyString(m.key)));
+      }
+      if (rc != SQLITE_ROW) return Error(write_db_, rc, "check evr state");
+      if (static_cast<EvrState>(chk.Int(0)) != *m.expected) {
+        return EvrStateChanged(m, static_cast<EvrState>(chk.Int(0)));
+      }
+    }
     Stmt q(write_db_, "UPDATE jobs SET evr_state = ?, evr_note = ? WHERE tenant = ? AND job_id = ?");
     q.Bind(1, static_cast<int>(m.state)).Bind(2, m.note).Bind(3, m.key.tenant)
         .Bind(4, m.key.job_id);
@@ -365,11 +378,7 @@ absl::Status SqliteStore::ApplyOne(const WriteBatch& batch) {
       return absl::FailedPreconditionError(
           absl::StrFormat("job '%s' is closed", JobKeyString(u.key)));
     }
-    if (u.seq != chk.Int(1) + 1) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "store: job '%s' update seq %d does not follow last seq %d", JobKeyString(u.key),
-          u.seq, chk.Int(1)));
-    }
+    if (u.seq != chk.Int(1) + 1) return SeqDoesNotFollow(u, chk.Int(1));
     Stmt q(write_db_, Sql("INSERT INTO updates (", kUpdateColumns, ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"));
     q.Bind(1, u.key.tenant).Bind(2, u.key.job_id).Bind(3, u.seq).Bind(4, u.steps)
         .Bind(5, u.spent.lower).Bind(6, u.spent.estimate).Bind(7, u.spent.upper)

@@ -348,13 +348,14 @@ class Ledger:
 
     def spent(self, job_id: str, *, delta: Optional[float] = None,
               epsilon: Optional[float] = None, accountant: Optional[str] = None,
-              tenant: Optional[str] = None) -> Spent:
+              tenant: Optional[str] = None, pld_precision: Optional[float] = None) -> Spent:
         """Spent: epsilon at ``delta``, or delta at ``epsilon`` (exactly one), by the job's
-        admitting accountant or the named one."""
+        admitting accountant or the named one. ``pld_precision`` (pld only): the target
+        relative width of the certified interval, in (0, 0.5]; smaller costs more time."""
         if (delta is None) == (epsilon is None):
             raise errors.InvalidArgument("give exactly one of delta or epsilon")
         request = pb.SpentRequest(job_id=job_id, tenant=self._tenant(tenant),
-                                  accountant=accountant or "")
+                                  accountant=accountant or "", pld_precision=pld_precision or 0)
         if delta is not None:
             request.delta = delta
         else:
@@ -443,15 +444,18 @@ class Job:
         return StepStream(self, window=window)
 
     def spent(self, *, delta: Optional[float] = None, epsilon: Optional[float] = None,
-              accountant: Optional[str] = None) -> Bound:
+              accountant: Optional[str] = None, pld_precision: Optional[float] = None) -> Bound:
         """Epsilon spent at ``delta`` (or delta at ``epsilon``) as a Bound."""
-        return self.spent_report(delta=delta, epsilon=epsilon, accountant=accountant).bound
+        return self.spent_report(delta=delta, epsilon=epsilon, accountant=accountant,
+                                 pld_precision=pld_precision).bound
 
     def spent_report(self, *, delta: Optional[float] = None, epsilon: Optional[float] = None,
-                     accountant: Optional[str] = None) -> Spent:
+                     accountant: Optional[str] = None,
+                     pld_precision: Optional[float] = None) -> Spent:
         """The whole Spent answer: bound, accountant, num_steps, diagnostics."""
         return self.ledger.spent(self.job_id, delta=delta, epsilon=epsilon,
-                                 accountant=accountant, tenant=self.tenant)
+                                 accountant=accountant, tenant=self.tenant,
+                                 pld_precision=pld_precision)
 
     def remaining(self, mechanism: MechanismLike) -> Remaining:
         return self.ledger.remaining(self.job_id, mechanism, tenant=self.tenant)
