@@ -161,6 +161,12 @@ absl::Status JobCache::Refresh(JobEntry& entry, const JobKey& key) {
   }
   absl::StatusOr<int64_t> releases = store_->CountReleases(key);
   if (!releases.ok()) return releases.status();
+  if (*releases != entry.num_releases) {
+    // Another replica's releases moved the job's release chain (ledger_chain.h).
+    absl::StatusOr<std::vector<ReleaseRow>> all = store_->ListReleases(key);
+    if (!all.ok()) return all.status();
+    entry.release_head = all->empty() ? ChainGenesis(**row) : all->back().chain;
+  }
   entry.row = **row;
   entry.num_releases = *releases;
   return absl::OkStatus();

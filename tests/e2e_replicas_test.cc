@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "client/client_chain.h"
 #include "core/registry/accountant_registry.h"
 #include "server/test_postgres.h"
 #include "tests/e2e_fixture.h"
@@ -134,6 +135,10 @@ TEST_F(ReplicasTest, ClientsOnDifferentReplicasShareOneBudgetAndOneSerialLedger)
       ASSERT_EQ((*ledger)[i].seq(), static_cast<int64_t>(i + 1));
       ASSERT_EQ((*ledger)[i].spent().upper(), first[i].spent().upper());
     }
+    // Issue 11: one hash chain, whichever replica wrote each entry (job_cache.h Refresh).
+    auto job = c->GetJob("shared");
+    ASSERT_TRUE(job.ok());
+    EXPECT_TRUE(client::VerifyChain(*job, *ledger, job->last_seq(), job->chain_head()).ok());
     v1::SpentRequest q;
     q.set_job_id("shared");
     q.set_delta(kDelta);
@@ -221,7 +226,12 @@ TEST_F(ReplicasTest, KilledReplicaClientsRetryElsewhereWithoutDoubleCharges) {
     for (int64_t s = 1; s <= kUpdates; ++s) {
       ASSERT_EQ((*ledger)[s - 1].seq(), s);
       ASSERT_EQ((*ledger)[s - 1].spent().upper(), (acked[{i, s}].spent().upper()));
+      // Issue 11: every ack's chain head, from whichever replica, is the ledger's.
+      ASSERT_EQ((*ledger)[s - 1].chain_head(), (acked[{i, s}].chain_head()));
     }
+    auto job = reader->GetJob(absl::StrFormat("s%d", i));
+    ASSERT_TRUE(job.ok());
+    EXPECT_TRUE(client::VerifyChain(*job, *ledger, job->last_seq(), job->chain_head()).ok());
   }
 }
 
