@@ -19,7 +19,7 @@ constexpr CommandHelp kCommands[] = {
             edgeworth: [--edgeworth-order 0-3 (default 2)] [--edgeworth-mode clamped|literal]
             spa: [--spa-estimator sp-clt|sp-msd0|sp-msd1|sp-ew2|icml-k3]
             pld: [--pld-precision P] target relative width of the certified interval
-                 (default 0.005 for epsilon, 0.01 for delta; 1e-4 costs ~2-4x)
+                 (default 0.005 for epsilon, 0.01 for delta; 1e-4 costs ~4-25x)
 )"},
     {"calibrate", "", false, true,
      R"(  calibrate [--accountant NAME] [its flags, as for account] --epsilon E --delta D --step SPEC ... [--json]
@@ -45,7 +45,7 @@ constexpr CommandHelp kCommands[] = {
 )"},
     {"ledger", "", true, false, "  ledger     --job ID [--after-seq N] [--json]\n"},
     {"spent", "", true, false,
-     "  spent      --job ID (--delta D | --epsilon E) [--accountant NAME] [--json]\n"},
+     "  spent      --job ID (--delta D | --epsilon E) [--accountant NAME] [--pld-precision P] [--json]\n"},
     {"remaining", "", true, true, "  remaining  --job ID --step SPEC [--json]\n"},
     {"release", "", true, false,
      R"(  release    --job ID (--payload TEXT | --payload-file F) --epsilon E --delta-est D

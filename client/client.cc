@@ -12,12 +12,6 @@
 namespace dpledger::client {
 namespace {
 
-absl::Status FromGrpc(const grpc::Status& s) {
-  if (s.ok()) return absl::OkStatus();
-  // grpc::StatusCode and absl::StatusCode share their values (both google.rpc.Code).
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-}
-
 // Jitter only spreads retries of many clients apart; it needs no reproducibility.
 double Jitter() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -315,6 +309,11 @@ absl::Status Client::CheckHealth(const std::string& service, int64_t timeout_ms)
 
 std::unique_ptr<StepStream> Client::OpenStream(const std::string& job_id) {
   return std::unique_ptr<StepStream>(new StepStream(this, job_id));
+}
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
 }  // namespace dpledger::client

@@ -68,6 +68,10 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 // The status of a StreamSteps ack: OK, or its error_code and error_message.
 absl::Status AckStatus(const v1::StepAck& ack);
 
+// A call's gRPC status as an absl::Status: the one client-side conversion (the code enums
+// share their values, both google.rpc.Code).
+absl::Status FromGrpc(const grpc::Status& s);
+
 // Whether `code` is retried (UNAVAILABLE, DEADLINE_EXCEEDED).
 bool IsRetryable(absl::StatusCode code);
 

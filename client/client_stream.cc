@@ -3,14 +3,6 @@
 #include "client/client.h"
 
 namespace dpledger::client {
-namespace {
-
-absl::Status FromGrpc(const grpc::Status& s) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-}
-
-}  // namespace
 
 StepStream::StepStream(const Client* client, std::string job_id)
     : client_(client), job_id_(std::move(job_id)) {}

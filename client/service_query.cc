@@ -9,7 +9,8 @@
 namespace dpledger::cli {
 
 int RunSpent(const std::string& server, const std::vector<std::string>& argv) {
-  auto args = ParseServiceArgs(argv, {"job", "delta", "epsilon", "accountant", "json"});
+  auto args =
+      ParseServiceArgs(argv, {"job", "delta", "epsilon", "accountant", "pld-precision", "json"});
   if (!args.ok()) return Fail(args.status());
   auto job_id = RequiredString(*args, "job");
   if (!job_id.ok()) return Fail(job_id.status());
@@ -23,6 +24,9 @@ int RunSpent(const std::string& server, const std::vector<std::string>& argv) {
   v1::SpentRequest request;
   request.set_job_id(*job_id);
   request.set_accountant(args->Get("accountant").value_or(""));
+  auto precision = args->GetDouble("pld-precision");
+  if (!precision.ok()) return Fail(precision.status());
+  if (precision->has_value()) request.set_pld_precision(**precision);
   if (delta->has_value()) {
     request.set_delta(**delta);
   } else {

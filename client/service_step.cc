@@ -78,7 +78,9 @@ int RunLedger(const std::string& server, const std::vector<std::string>& argv) {
         entries.push_back({{"seq", e.seq()},
                            {"steps", specs},
                            {"epsilon", BoundJson(e.spent())},
-                           {"commit_time_unix_ms", e.commit_time_unix_ms()}});
+                           {"commit_time_unix_ms", e.commit_time_unix_ms()},
+                           {"num_steps_after", e.num_steps_after()},
+                           {"chain_head", e.chain_head()}});
       } else {
         std::printf("%8lld  %-60s epsilon %.6g\n", static_cast<long long>(e.seq()),
                     absl::StrJoin(specs, " ").c_str(), e.spent().upper());

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "client/cli_commands.h"
+#include "client/cli_output.h"
 
 namespace dpledger::cli {
 
@@ -104,13 +105,12 @@ std::string GuaranteeName(v1::Guarantee g) {
 }
 
 Json BoundJson(const v1::Bound& b) {
-  Json j = {{"lower", b.lower()},
-            {"estimate", b.estimate()},
-            {"upper", b.upper()},
-            {"guarantee", GuaranteeName(b.guarantee())}};
-  if (b.guarantee() == v1::GUARANTEE_STATISTICAL)
-    j["failure_probability"] = b.failure_probability();
-  return j;
+  // An unset guarantee promises nothing: it prints as an estimate.
+  const core::Guarantee g = b.guarantee() == v1::GUARANTEE_CERTIFIED     ? core::Guarantee::kCertified
+                            : b.guarantee() == v1::GUARANTEE_STATISTICAL ? core::Guarantee::kStatistical
+                                                                         : core::Guarantee::kEstimate;
+  return BoundToJson(
+      core::EpsilonBound{b.lower(), b.estimate(), b.upper(), g, b.failure_probability()});
 }
 
 Json BudgetJson(const v1::Budget& b) { return {{"epsilon", b.epsilon()}, {"delta", b.delta()}}; }
@@ -156,6 +156,7 @@ Json JobJson(const v1::Job& job) {
   j["schedule"] = job.schedule() == v1::SCHEDULE_ADAPTIVE ? "adaptive" : "declared";
   j["admission"] = job.admission();
   j["admission_guarantee"] = job.admission_guarantee();
+  j["chain_head"] = job.chain_head();
   if (job.plan_size() > 0) {
     Json plan = Json::array();
     for (const v1::Step& s : job.plan()) plan.push_back(s.spec());
@@ -184,9 +185,10 @@ Json AckJson(const v1::StepAck& ack) {
             {"duplicate", ack.duplicate()},   {"epsilon", BoundJson(ack.spent())},
             {"num_steps", ack.num_steps()},   {"last_seq", ack.last_seq()},
             {"accountant", ack.accountant()}, {"budget", BudgetJson(ack.budget())},
-            {"admission_guarantee", ack.admission_guarantee()}};
+            {"admission_guarantee", ack.admission_guarantee()},
+            {"chain_head", ack.chain_head()}};
   if (!ack.admitted()) {
-    j["candidate"] = BoundJson(ack.candidate());
+    if (ack.has_candidate()) j["candidate"] = BoundJson(ack.candidate());
     j["refusal_reason"] = ack.refusal_reason();
     j["refusal_kind"] = RefusalKindName(ack.refusal_kind());
   }

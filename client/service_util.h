@@ -52,8 +52,8 @@ std::string StepSpec(const core::MechanismEvent& event);
 int FailRpc(const std::string& command, const absl::Status& status);
 
 std::string GuaranteeName(v1::Guarantee g);  // "certified", "statistical", "estimate"
-Json BoundJson(const v1::Bound& b);
-std::string RefusalKindName(v1::RefusalKind k);  // "budget", "plan", ...; "" when unset          // the shape of cli_output.h's BoundToJson
+Json BoundJson(const v1::Bound& b);  // cli_output.h's BoundToJson of the proto bound
+std::string RefusalKindName(v1::RefusalKind k);  // "budget", "plan", ...; "" when unset
 Json BudgetJson(const v1::Budget& b);
 Json JobJson(const v1::Job& job);
 Json AckJson(const v1::StepAck& ack);

@@ -20,6 +20,9 @@ PACKAGES=(
   python3-grpcio python3-protobuf python3-pytest python3-numpy python3-pip python3-setuptools
   openssl
   postgresql libpq-dev
+  # deploy/prometheus: promtool checks and unit-tests the rules; the rules test also runs
+  # this Prometheus against a loopback dpledgerd. matplotlib draws `dpledger plot`.
+  prometheus python3-matplotlib
 )
 # kubectl for the deploy_kustomize test: Debian's kubernetes-client, unless a kubectl from
 # another package is already there (both install /usr/bin/kubectl).

@@ -95,6 +95,7 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
       it.ack.spent = r.spent;
       it.ack.num_steps = r.num_steps_after;
       it.ack.last_seq = seq;
+      it.ack.chain_head = r.chain;
     } else if (seq == expected) {
       if (job.state != JobState::kOpen) {
         if (absl::Status s = fail(it, absl::FailedPreconditionError(absl::StrFormat(
@@ -130,10 +131,13 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
   for (int i : fresh) run.push_back(items[i].update.steps);
   AdmitContext ctx{job, entry.last_seq,
                    [&](EvrState state, std::string note) {
+                     // Conditional on the state this replica saw: a shared store refuses
+                     // the mark (ABORTED) if another replica moved the job meanwhile.
+                     const EvrState seen = entry.row.evr_state;
                      entry.row.evr_state = state;
                      entry.row.evr_note = note;
                      WriteBatch b;
-                     b.evr_marks.push_back({job.key, state, std::move(note)});
+                     b.evr_marks.push_back({job.key, state, std::move(note), seen});
                      entry.tail = committer_.Submit(std::move(b));
                      return entry.tail;
                    },
@@ -157,9 +161,10 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
   const core::EpsilonBound after = d.after;
   WriteBatch batch;
   if (admitted > 0 && d.evr_idle_with_updates) {
-    batch.evr_marks.push_back({job.key, EvrState::kIdle, ""});
+    batch.evr_marks.push_back({job.key, EvrState::kIdle, "", EvrState::kVerifying});
   }
   int64_t num_steps = entry.num_steps;
+  std::string head = entry.chain_head;  // ledger_chain.h
   const int64_t now_ms = NowMs();
   for (int k = 0; k < m_all; ++k) {
     Item& it = items[fresh[k]];
@@ -176,8 +181,10 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
       it.ack.spent = b;
       it.ack.num_steps = num_steps;
       it.ack.last_seq = it.update.seq;
-      batch.updates.push_back(
-          UpdateRow{job.key, it.update.seq, it.canonical, b, num_steps, now_ms});
+      UpdateRow row{job.key, it.update.seq, it.canonical, b, num_steps, now_ms, ""};
+      row.chain = head = ChainUpdate(head, row);
+      it.ack.chain_head = head;
+      batch.updates.push_back(std::move(row));
     } else if (it.kind == Item::Kind::kNew) {
       it.kind = Item::Kind::kNotAttempted;
       it.ack.seq = it.update.seq;
@@ -196,18 +203,15 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
   if (admitted < m_all && stream) *stream_refused_seq = items[fresh[admitted]].update.seq;
 
   if (admitted > 0) {
+    for (const UpdateRow& row : batch.updates) cache_.Remember(entry, row);
+    entry.chain_head = head;
     entry.tail = committer_.Submit(std::move(batch));
     entry.row.evr_state = EvrState::kIdle;
     entry.policy = std::move(d.next);
     cache_.PolicyChanged(entry);
     entry.num_steps = num_steps;
     entry.last_seq = items[fresh[admitted - 1]].update.seq;
-    for (int k = 0; k < admitted; ++k) {
-      const Item& it = items[fresh[k]];
-      cache_.Remember(entry, UpdateRow{job.key, it.update.seq, it.canonical, it.ack.spent,
-                                       it.ack.num_steps, now_ms});
-    }
-    if (metrics_) metrics_->JobEpsilonSpent(job_name, after.upper);
+    if (metrics_) metrics_->JobEpsilon(job_name, after.upper, job.budget_epsilon);
   }
 
   // 5. Every ack waits for the job's newest commit: it (and all before it) must be durable.
@@ -223,6 +227,7 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
       it.ack.spent = entry.spent();
       it.ack.num_steps = entry.num_steps;
       it.ack.last_seq = entry.last_seq;
+      it.ack.chain_head = entry.chain_head;
     }
     if (it.kind == Item::Kind::kError) {
       it.ack = Ack{};
@@ -239,6 +244,9 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
                             : it.ack.admitted             ? "admitted"
                                                           : "refused";
       metrics_->Update(outcome, it.total_count);
+      if (it.kind != Item::Kind::kError && !it.ack.admitted && !it.ack.duplicate) {
+        metrics_->Refusal(RefusalKindName(it.ack.refusal_kind));
+      }
     }
     out.emplace_back(it.ack, entry.tail);
   }

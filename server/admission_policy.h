@@ -76,6 +76,11 @@ class AdmissionPolicy {
   // The longest admissible prefix of `run` (new updates in seq order, none empty).
   virtual absl::StatusOr<AdmitDecision> Admit(std::span<const UpdateSteps> run,
                                               const AdmitContext& ctx) const = 0;
+  // Appends updates admitted elsewhere (another replica, found in the shared store):
+  // `steps` in order, `stored_spent` the bound stored with the last of them. They were
+  // judged when admitted, so they are composed, not judged again.
+  virtual absl::Status Extend(std::span<const core::MechanismEvent> steps,
+                              const core::EpsilonBound& stored_spent) = 0;
   // How many more applications of `mechanism` would be admitted now. max_seconds > 0 caps
   // the search (DEADLINE_EXCEEDED).
   virtual absl::StatusOr<RemainingAnswer> Remaining(const core::Mechanism& mechanism,

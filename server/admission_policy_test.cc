@@ -51,10 +51,8 @@ double GdpEpsilon(double mu, double delta) {
   return hi;
 }
 
-// RDP at integer order a, independently: Gaussian a/(2 sigma^2); Laplace (Mironov 2017,
-// Prop. 6); Poisson-subsampled Gaussian by the exact binomial expansion (Mironov, Talwar &
-// Zhang 2019, Sec. 3.3).
-double RdpGaussian(double sigma, int a) { return a / (2 * sigma * sigma); }
+// RDP at integer order a, independently: Laplace (Mironov 2017, Prop. 6); Poisson-subsampled
+// Gaussian by the exact binomial expansion (Mironov, Talwar & Zhang 2019, Sec. 3.3).
 double RdpLaplace(double b, int a) {
   const double l = 1 / b;
   return std::log(a / (2.0 * a - 1) * std::exp((a - 1) * l) +

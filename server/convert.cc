@@ -159,6 +159,7 @@ absl::StatusOr<JobSpec> JobSpecFromProto(const v1::CreateJobRequest& r) {
 absl::StatusOr<SpentQuery> SpentQueryFromProto(const v1::SpentRequest& r) {
   SpentQuery q;
   q.accountant = r.accountant();
+  q.pld_precision = r.pld_precision();
   switch (r.query_case()) {
     case v1::SpentRequest::kDelta:
       q.delta = r.delta();
@@ -292,6 +293,7 @@ v1::Job JobToProto(const JobInfo& info) {
   }
   out.set_rdp_order(r.rdp_order);
   out.set_admission_guarantee(info.admission_guarantee);
+  out.set_chain_head(info.chain_head);
   return out;
 }
 
@@ -323,6 +325,7 @@ v1::StepAck AckToProto(const Ack& a) {
   out.set_accountant(a.accountant);
   out.mutable_budget()->set_epsilon(a.budget_epsilon);
   out.mutable_budget()->set_delta(a.budget_delta);
+  out.set_chain_head(a.chain_head);
   return out;
 }
 
@@ -334,6 +337,8 @@ absl::StatusOr<v1::LedgerEntry> LedgerEntryToProto(const UpdateRow& row) {
   for (const core::MechanismEvent& e : *steps) *out.add_steps() = StepToProto(e);
   *out.mutable_spent() = BoundToProto(row.spent);
   out.set_commit_time_unix_ms(row.commit_time_ms);
+  out.set_chain_head(row.chain);
+  out.set_num_steps_after(row.num_steps_after);
   return out;
 }
 
@@ -375,6 +380,7 @@ v1::RemainingResponse RemainingToProto(const RemainingAnswer& a) {
 v1::ReleaseRecord ReleaseToProto(const ReleaseRow& r) {
   v1::ReleaseRecord out;
   out.set_release_id(r.release_id);
+  out.set_chain(r.chain);
   out.set_job_id(r.key.job_id);
   out.set_tenant(r.key.tenant);
   out.set_epsilon(r.epsilon);

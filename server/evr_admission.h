@@ -20,8 +20,11 @@
 //  * "Stops for good" must survive a crash: the job is durably marked kVerifying before the
 //    first sample is drawn (the caller's before_sampling), and a job found in that state at
 //    load time is treated as stopped.
-// As for every admitting accountant, the argument takes the schedule of steps as given (a
-// DP-SGD run's is fixed in advance).
+// Like the natural filter (filter_policy.h), the argument takes the schedule of steps as
+// fixed in advance: the chain argument compares candidates of one growing sequence, which a
+// coordinator choosing mechanisms from outputs would break. So evr jobs have a declared
+// schedule whose plan is enforced (evr_policy.h, schedule_plan.h), and CreateJob refuses
+// evr with an adaptive schedule (issue 10).
 //
 // Cost: one verification per admitted group, sized by spec 4.5 (m grows like
 // 1/(delta (1/tau - 1/rho))^2 times a proven second moment); see README "Accountants".

@@ -7,6 +7,12 @@
 namespace dpledger::server {
 namespace {
 
+std::string EvrGuarantee() {
+  JobRow row;
+  row.admission = AdmissionKind::kEvr;
+  return AdmissionGuarantee(row);
+}
+
 class EvrPolicy final : public AdmissionPolicy {
  public:
   EvrPolicy(SchedulePlan plan, std::unique_ptr<core::Accountant> ledger,
@@ -28,6 +34,14 @@ class EvrPolicy final : public AdmissionPolicy {
 
   absl::StatusOr<AdmitDecision> Admit(std::span<const UpdateSteps> run,
                                       const AdmitContext& ctx) const override;
+  absl::Status Extend(std::span<const core::MechanismEvent> steps,
+                      const core::EpsilonBound& stored_spent) override {
+    for (const core::MechanismEvent& e : steps) {
+      if (absl::Status s = ledger_->Compose(e); !s.ok()) return s;
+    }
+    spent_ = stored_spent;  // the verified statement travels with the rows
+    return absl::OkStatus();
+  }
 
   absl::StatusOr<RemainingAnswer> Remaining(const core::Mechanism& /*mechanism*/,
                                             double /*max_seconds*/) const override {
@@ -38,7 +52,7 @@ class EvrPolicy final : public AdmissionPolicy {
   }
 
  private:
-  const std::string guarantee_ = AdmissionGuarantee(JobRow{.admission = AdmissionKind::kEvr});
+  const std::string guarantee_ = EvrGuarantee();
   SchedulePlan plan_;
   std::unique_ptr<core::Accountant> ledger_;
   core::EpsilonBound spent_;

@@ -77,6 +77,16 @@ class FilterPolicy final : public AdmissionPolicy {
   absl::StatusOr<AdmitDecision> Admit(std::span<const UpdateSteps> run,
                                       const AdmitContext& ctx) const override;
   std::optional<double> BudgetCurveDelta(double epsilon) const override;
+  absl::Status Extend(std::span<const core::MechanismEvent> steps,
+                      const core::EpsilonBound& /*stored_spent*/) override {
+    for (const core::MechanismEvent& e : steps) {
+      if (absl::Status s = acc_->Compose(e); !s.ok()) return s;
+    }
+    absl::StatusOr<core::EpsilonBound> b = acc_->EpsilonForDelta(budget_delta_);
+    if (!b.ok()) return b.status();
+    spent_ = *b;
+    return absl::OkStatus();
+  }
   absl::StatusOr<RemainingAnswer> Remaining(const core::Mechanism& mechanism,
                                             double max_seconds) const override;
 

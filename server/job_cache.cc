@@ -70,13 +70,20 @@ absl::Status JobCache::Load(JobEntry& entry, const JobKey& key) {
   entry.last_seq = entry.recent.empty() ? 0 : entry.recent.back().seq;
   entry.num_steps = entry.policy->ledger().num_steps();
   entry.num_releases = *releases;
+  entry.chain_head = entry.recent.empty() ? ChainGenesis(**row) : entry.recent.back().chain;
+  entry.release_head = ChainGenesis(**row);
+  if (*releases > 0) {
+    absl::StatusOr<std::vector<ReleaseRow>> all = store_->ListReleases(key);
+    if (!all.ok()) return all.status();
+    if (!all->empty()) entry.release_head = all->back().chain;
+  }
   entry.tail = nullptr;
   entry.loaded = true;
   entry.stale = false;
   committer_->Unpoison(key);
   if (metrics_) {
     metrics_->PoolRebuild();
-    if (entry.last_seq > 0) metrics_->JobEpsilonSpent(JobKeyString(key), entry.spent().upper);
+    if (entry.last_seq > 0) metrics_->JobEpsilon(JobKeyString(key), entry.spent().upper, entry.row.budget_epsilon);
   }
   return absl::OkStatus();
 }
@@ -106,8 +113,57 @@ absl::StatusOr<EntryPtr> JobCache::Acquire(const JobKey& key, std::unique_lock<s
     }
     UpdateBytes(*e);
     EvictIfNeeded();
+  } else if (store_->Shared()) {
+    if (absl::Status s = Refresh(*e, key); !s.ok()) {
+      e->stale = true;  // rebuilt from scratch next time
+      lock.unlock();
+      return s;
+    }
   }
   return e;
+}
+
+absl::Status JobCache::Refresh(JobEntry& entry, const JobKey& key) {
+  // This replica's own writes still in flight come first: the store may not show them yet,
+  // and if another replica wrote in between they fail (ABORTED) and poison the job.
+  if (entry.tail && !entry.tail->done()) return absl::OkStatus();
+  absl::StatusOr<std::optional<JobRow>> row = store_->GetJob(key);
+  if (!row.ok()) return row.status();
+  if (!row->has_value()) {
+    return absl::NotFoundError(absl::StrFormat("job '%s' not found", key.job_id));
+  }
+  absl::StatusOr<std::optional<UpdateRow>> last = store_->LastUpdate(key);
+  if (!last.ok()) return last.status();
+  const int64_t stored_last = last->has_value() ? (*last)->seq : 0;
+  if (stored_last < entry.last_seq) {
+    return absl::DataLossError(absl::StrFormat(
+        "job '%s': the store's ledger ends at seq %d, behind the %d this replica saw committed",
+        JobKeyString(key), stored_last, entry.last_seq));
+  }
+  if (stored_last > entry.last_seq) {
+    std::vector<core::MechanismEvent> steps;
+    core::EpsilonBound spent = entry.spent();
+    absl::Status s = ReplayLedger(
+        *store_, key,
+        [&](const UpdateRow& u, std::span<const core::MechanismEvent> st) {
+          steps.insert(steps.end(), st.begin(), st.end());
+          spent = u.spent;
+          Remember(entry, u);
+          return absl::OkStatus();
+        },
+        entry.last_seq, entry.num_steps);
+    if (!s.ok()) return s;
+    if (absl::Status e = entry.policy->Extend(steps, spent); !e.ok()) return e;
+    entry.last_seq = entry.recent.back().seq;
+    entry.chain_head = entry.recent.back().chain;
+    entry.num_steps = entry.policy->ledger().num_steps();
+    PolicyChanged(entry);
+  }
+  absl::StatusOr<int64_t> releases = store_->CountReleases(key);
+  if (!releases.ok()) return releases.status();
+  entry.row = **row;
+  entry.num_releases = *releases;
+  return absl::OkStatus();
 }
 
 void JobCache::PolicyChanged(JobEntry& entry) {

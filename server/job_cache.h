@@ -8,6 +8,13 @@
 // (max_bytes; PLD: ~7 MiB for 10k DP-SGD steps): past either, idle entries (no holder, no
 // pending commit) are dropped least recently used first, down to 90% of both. Entries in
 // use are skipped, so the caps can be exceeded while many jobs are busy at once.
+// A shared store (Store::Shared: PostgreSQL under several replicas) may hold updates, evr
+// marks, closes and releases that another replica wrote. Such a cache checks the job's row,
+// last seq and release count in the store on every Acquire and brings the entry up to date
+// from the rows it lacks (AdmissionPolicy::Extend) before it is used, so a replica never
+// admits, answers a retry or reports from a stale view. Correctness does not depend on it
+// alone: the store refuses an update whose seq is not the stored last + 1 (ABORTED), which
+// poisons the job here and rebuilds it.
 // Thread safety: all methods are thread-safe; an entry's fields are guarded by its mutex.
 #pragma once
 
@@ -45,6 +52,8 @@ struct JobEntry {
   // a retry would add false-positive exposure (mc-evr.md 4.8), so later releases of the same
   // prefix use the certified path only. In memory: a restart forgets it.
   int64_t evr_rejected_at_seq = -1;
+  std::string chain_head;    // the ledger chain head at last_seq (ledger_chain.h)
+  std::string release_head;  // the job's newest release link (head_0 when none)
 
   const core::EpsilonBound& spent() const { return policy->spent(); }
 };
@@ -76,6 +85,8 @@ class JobCache {
 
  private:
   absl::Status Load(JobEntry& entry, const JobKey& key);
+  // Shared stores: brings a loaded entry up to date with the store.
+  absl::Status Refresh(JobEntry& entry, const JobKey& key);
   bool UpdateBytes(JobEntry& entry);  // true if the entry's byte count changed
   void EvictIfNeeded();
 

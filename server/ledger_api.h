@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -39,6 +40,7 @@ struct JobInfo {
   int64_t num_releases = 0;
   core::EpsilonBound spent;           // epsilon at budget delta by the admission policy
   std::string admission_guarantee;    // what backs admission (AdmissionGuarantee)
+  std::string chain_head;             // ledger chain head at last_seq (ledger_chain.h)
 };
 
 struct JobPage {
@@ -62,6 +64,19 @@ enum class RefusalKind {
   kNotAttempted = 5,
   kUnverified = 6,
 };
+// The label of dpledger_refusals_total{reason} (the proto enum's suffix, lower case).
+inline std::string_view RefusalKindName(RefusalKind kind) {
+  switch (kind) {
+    case RefusalKind::kNone: return "none";
+    case RefusalKind::kBudget: return "budget";
+    case RefusalKind::kPlan: return "plan";
+    case RefusalKind::kUncertified: return "uncertified";
+    case RefusalKind::kStopped: return "stopped";
+    case RefusalKind::kNotAttempted: return "not_attempted";
+    case RefusalKind::kUnverified: return "unverified";
+  }
+  return "unknown";
+}
 
 struct Ack {
   int64_t seq = 0;
@@ -78,12 +93,14 @@ struct Ack {
   double budget_epsilon = 0;
   double budget_delta = 0;
   std::string admission_guarantee;
+  std::string chain_head;             // ledger chain head at last_seq (ledger_chain.h)
 };
 
 struct SpentQuery {
   std::optional<double> delta;        // exactly one of delta / epsilon
   std::optional<double> epsilon;
   std::string accountant;             // empty: the job's admitting accountant
+  double pld_precision = 0;           // pld: the interval's target relative width (0: default)
   // The caller's remaining deadline, seconds (0: none): the answer stops there with
   // DEADLINE_EXCEEDED (a Monte Carlo answer stops growing, keeping its pool's progress), as
   // at the server's --query-max-seconds.

@@ -16,8 +16,9 @@ absl::Status Damaged(const JobKey& key, int64_t seq, std::string_view what) {
 
 }  // namespace
 
-absl::Status ReplayLedger(Store& store, const JobKey& key, const LedgerVisitor& visit) {
-  int64_t last = 0, num_steps = 0;
+absl::Status ReplayLedger(Store& store, const JobKey& key, const LedgerVisitor& visit,
+                          int64_t after_seq, int64_t num_steps_before) {
+  int64_t last = after_seq, num_steps = num_steps_before;
   for (;;) {
     absl::StatusOr<std::vector<UpdateRow>> rows = store.ListUpdates(key, last, kPage);
     if (!rows.ok()) return rows.status();
@@ -37,6 +38,72 @@ absl::Status ReplayLedger(Store& store, const JobKey& key, const LedgerVisitor& 
   }
 }
 
+namespace {
+
+constexpr double kReplayRelTolerance = 1e-9;
+
+absl::Status ReplayJob(Store& store, const JobRow& job, const PolicyOptions& options,
+                       LedgerCheckStats& stats) {
+  absl::StatusOr<std::unique_ptr<AdmissionPolicy>> policy =
+      CreateAdmissionPolicy(job, options, {}, std::nullopt);
+  if (!policy.ok()) return Damaged(job.key, 0, std::string(policy.status().message()));
+  std::optional<UpdateRow> last;
+  core::EpsilonBound replayed;
+  absl::Status s = ReplayLedger(
+      store, job.key,
+      [&](const UpdateRow& u, std::span<const core::MechanismEvent> steps) -> absl::Status {
+        ++stats.updates;
+        const UpdateSteps one[] = {UpdateSteps(steps.begin(), steps.end())};
+        AdmitContext ctx{job, u.seq - 1, [](EvrState, std::string) { return CommitTicketPtr(); },
+                         nullptr};
+        absl::StatusOr<AdmitDecision> d = (*policy)->Admit(one, ctx);
+        if (!d.ok()) return d.status();
+        if (d->admitted != 1) {
+          return Damaged(job.key, u.seq, absl::StrFormat(
+              "the admission policy refuses this stored update on replay: %s",
+              d->error.ok() ? d->refusal_reason : std::string(d->error.message())));
+        }
+        replayed = d->after;
+        if (u.spent.upper < replayed.upper * (1 - kReplayRelTolerance)) {
+          return Damaged(job.key, u.seq, absl::StrFormat(
+              "stored spent upper %.17g is below the replayed %.17g", u.spent.upper,
+              replayed.upper));
+        }
+        *policy = std::move(d->next);
+        last = u;
+        return absl::OkStatus();
+      });
+  if (!s.ok()) return s;
+  if (last && std::abs(last->spent.upper - replayed.upper) >
+                  kReplayRelTolerance * std::abs(replayed.upper)) {
+    return Damaged(job.key, last->seq, absl::StrFormat(
+        "stored spent upper %.17g of the last update is not the replayed %.17g",
+        last->spent.upper, replayed.upper));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ReplaySpent(Store& store, const PolicyOptionsFn& policy_options,
+                         LedgerCheckStats* stats) {
+  LedgerCheckStats local;
+  JobKey after;
+  for (;;) {
+    absl::StatusOr<std::vector<JobRow>> jobs = store.ListAllJobs(after, kPage);
+    if (!jobs.ok()) return jobs.status();
+    for (const JobRow& job : *jobs) {
+      if (job.admission == AdmissionKind::kEvr) continue;
+      ++local.jobs;
+      if (absl::Status s = ReplayJob(store, job, policy_options(job), local); !s.ok()) return s;
+    }
+    if (static_cast<int>(jobs->size()) < kPage) break;
+    after = jobs->back().key;
+  }
+  if (stats) *stats = local;
+  return absl::OkStatus();
+}
+
 absl::Status CheckLedgerConsistency(Store& store, LedgerCheckStats* stats) {
   LedgerCheckStats local;
   JobKey after;
@@ -50,11 +117,22 @@ absl::Status CheckLedgerConsistency(Store& store, LedgerCheckStats* stats) {
                                                    job.budget_epsilon, job.budget_delta));
       }
       int64_t last = 0;
+      std::vector<std::string> heads = {ChainGenesis(job)};  // heads[seq] (ledger_chain.h)
       absl::Status s = ReplayLedger(
           store, job.key,
           [&](const UpdateRow& u, std::span<const core::MechanismEvent>) -> absl::Status {
             ++local.updates;
             last = u.seq;
+            heads.push_back(ChainUpdate(heads.back(), u));
+            if (u.chain != heads.back()) {
+              return Damaged(job.key, u.seq, absl::StrFormat(
+                  "chain head %s, recomputed %s: %s", u.chain.empty() ? "(none)" : u.chain,
+                  heads.back(),
+                  u.seq == 1 ? "the job's configuration (budget, accountant, schedule, plan) "
+                               "or this entry was edited"
+                             : "this entry (steps, spent, num_steps_after) or one before it "
+                               "was edited, dropped or reordered"));
+            }
             const core::EpsilonBound& b = u.spent;
             if (std::isnan(b.lower) || std::isnan(b.upper) || std::isnan(b.estimate) ||
                 b.lower > b.upper) {
@@ -71,12 +149,19 @@ absl::Status CheckLedgerConsistency(Store& store, LedgerCheckStats* stats) {
       if (!s.ok()) return s;
       absl::StatusOr<std::vector<ReleaseRow>> releases = store.ListReleases(job.key);
       if (!releases.ok()) return releases.status();
+      std::string link = heads[0];
       for (const ReleaseRow& r : *releases) {
         ++local.releases;
-        if (r.ledger_seq > last) {
+        if (r.ledger_seq > last || r.ledger_seq < 0) {
           return Damaged(job.key, r.ledger_seq,
                          absl::StrFormat("release '%s' covers seq %d beyond the ledger",
                                          r.release_id, r.ledger_seq));
+        }
+        link = ChainRelease(link, heads[r.ledger_seq], r);
+        if (r.chain != link) {
+          return Damaged(job.key, r.ledger_seq, absl::StrFormat(
+              "release '%s' chain link does not match its recomputation: it or a release "
+              "before it was edited or dropped", r.release_id));
         }
         if (Sha256Hex(r.payload) != r.payload_sha256) {
           return Damaged(job.key, r.ledger_seq, absl::StrFormat(

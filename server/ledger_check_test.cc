@@ -24,11 +24,16 @@ class LedgerCheck : public ::testing::Test {
     b.updates.push_back(Row(1, 2, 0.5));
     DPL_CHECK_OK(store_.Apply(b));
   }
+  // The next row, chained onto the previous one (ledger_chain.h).
   UpdateRow Row(int64_t seq, int64_t num_steps_after, double upper) {
-    return UpdateRow{job_.key, seq, CanonicalSteps({testing::Gaussian(10, 2)}),
-                     {upper / 2, upper, upper, core::Guarantee::kCertified, 0}, num_steps_after, 0};
+    UpdateRow u{job_.key, seq, CanonicalSteps({testing::Gaussian(10, 2)}),
+                {upper / 2, upper, upper, core::Guarantee::kCertified, 0}, num_steps_after, 0, ""};
+    if (head_.empty()) head_ = ChainGenesis(job_);
+    u.chain = head_ = ChainUpdate(head_, u);
+    return u;
   }
   JobRow job_;
+  std::string head_;
   MemoryStore store_;
 };
 
@@ -62,9 +67,54 @@ TEST_F(LedgerCheck, AReleaseWhosePayloadChangedIsDataLoss) {
   r.payload = "tampered";
   r.payload_sha256 = Sha256Hex("original");
   r.ledger_seq = 1;
+  r.chain = ChainRelease(ChainGenesis(job_), head_, r);
   b.releases.push_back(r);
   ASSERT_THAT(store_.Apply(b), IsOk());
   EXPECT_THAT(CheckLedgerConsistency(store_), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("SHA-256")));
+}
+
+// Issue 11 (Hardening) defect 7: edits the old checks accepted break the chain.
+TEST_F(LedgerCheck, AnEditedBudgetBreaksTheChainAtSeq1) {
+  MemoryStore edited;
+  JobRow job = job_;
+  job.budget_epsilon = 2;  // the stored updates were chained under budget 1
+  WriteBatch b;
+  b.new_jobs.push_back(job);
+  b.updates.push_back(*store_.GetUpdate(job_.key, 1).value());
+  ASSERT_THAT(edited.Apply(b), IsOk());
+  EXPECT_THAT(CheckLedgerConsistency(edited),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("job 't/j' is damaged at seq 1: chain head")));
+  EXPECT_THAT(CheckLedgerConsistency(edited), StatusIs(absl::StatusCode::kDataLoss,
+                                                       HasSubstr("configuration (budget")));
+}
+
+TEST_F(LedgerCheck, AnEditedSpentValueBreaksTheChain) {
+  WriteBatch b;
+  UpdateRow u = Row(2, 4, 0.8);
+  u.spent.upper = 0.7;  // lowered after chaining, as an edit of the database would
+  b.updates.push_back(u);
+  ASSERT_THAT(store_.Apply(b), IsOk());
+  EXPECT_THAT(CheckLedgerConsistency(store_),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("damaged at seq 2: chain head " + head_ + ", recomputed")));
+}
+
+TEST_F(LedgerCheck, AnEditedReleaseBreaksItsChain) {
+  WriteBatch b;
+  ReleaseRow r;
+  r.release_id = "rel_x";
+  r.key = job_.key;
+  r.payload = "p";
+  r.payload_sha256 = Sha256Hex("p");
+  r.ledger_seq = 1;
+  r.epsilon = 1;
+  r.chain = ChainRelease(ChainGenesis(job_), head_, r);
+  r.epsilon = 0.5;
+  b.releases.push_back(r);
+  ASSERT_THAT(store_.Apply(b), IsOk());
+  EXPECT_THAT(CheckLedgerConsistency(store_),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("release 'rel_x' chain link")));
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "core/accountants/rdp_mechanisms.h"
+#include "core/mc/mc_accountant.h"
+#include "core/registry/accountant_option_names.h"
 #include "server/renyi_order.h"
 #include "server/schedule_plan.h"
 #include "spdlog/spdlog.h"
@@ -100,7 +102,9 @@ PolicyOptions LedgerService::PolicyOptionsFor(const JobRow& row) const {
   return p;
 }
 
-double LedgerService::QueryCap(double server_cap, double caller_seconds) {
+double LedgerService::QueryCap(std::string_view accountant, double caller_seconds) const {
+  const double server_cap = accountant == "mc" ? options_.accountant_options.mc.max_seconds
+                                               : options_.query_max_seconds;
   return server_cap > 0 && caller_seconds > 0 ? std::min(server_cap, caller_seconds)
                                               : std::max(server_cap, caller_seconds);
 }
@@ -113,6 +117,7 @@ JobInfo LedgerService::InfoLocked(const JobEntry& e) const {
   info.num_releases = e.num_releases;
   info.spent = e.spent();
   info.admission_guarantee = e.policy->guarantee();
+  info.chain_head = e.chain_head;
   return info;
 }
 
@@ -132,9 +137,9 @@ absl::StatusOr<JobInfo> LedgerService::CreateJob(const Caller& caller, const Job
     return absl::UnimplementedError(
         "neighbouring must be ADD_REMOVE: only the add/remove relation is supported");
   }
-  if (spec.mc_num_samples < 0) {
+  if (spec.mc_num_samples < 0 || spec.mc_num_samples > core::kMaxMcSamples) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "mc.num_samples must be >= 0, got %d", spec.mc_num_samples));
+        "mc.num_samples must be in [0, %d], got %d", core::kMaxMcSamples, spec.mc_num_samples));
   }
   absl::StatusOr<JobRow> made = JobRowFromSpec(spec, *tenant);
   if (!made.ok()) return made.status();
@@ -169,6 +174,7 @@ absl::StatusOr<JobInfo> LedgerService::CreateJob(const Caller& caller, const Job
   info.row = row;
   info.spent = core::EpsilonBound{0, 0, 0, core::Guarantee::kCertified, 0};
   info.admission_guarantee = AdmissionGuarantee(row);
+  info.chain_head = ChainGenesis(row);
   return info;
 }
 
@@ -318,9 +324,11 @@ absl::StatusOr<JobPage> LedgerService::ListJobs(const Caller& caller, std::strin
     info.row = r;
     info.admission_guarantee = AdmissionGuarantee(r);
     info.spent = core::EpsilonBound{0, 0, 0, core::Guarantee::kCertified, 0};
+    info.chain_head = ChainGenesis(r);
     absl::StatusOr<std::optional<UpdateRow>> last = store_->LastUpdate(r.key);
     if (!last.ok()) return last.status();
     if (last->has_value()) {
+      info.chain_head = (*last)->chain;
       info.last_seq = (*last)->seq;
       info.num_steps = (*last)->num_steps_after;
       info.spent = (*last)->spent;
@@ -531,6 +539,14 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
     return absl::InvalidArgumentError(
         absl::StrFormat("max_seconds must be a finite number >= 0, got %g", query.max_seconds));
   }
+  // A precision of its own makes the answer a fresh PLD accountant's (never the cached one).
+  if (query.pld_precision != 0) {
+    core::PldOptions checked;
+    if (absl::Status s = core::ApplyPldPrecision(query.pld_precision, "pld_precision", &checked);
+        !s.ok()) {
+      return s;
+    }
+  }
   SpentAnswer ans;
   std::unique_ptr<core::Accountant> acc;
   bool other = false;  // an accountant other than the policy's answers
@@ -549,7 +565,12 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
     ans.num_steps = entry.num_steps;
     ans.last_seq = entry.last_seq;
     tail = entry.tail;
-    const bool own = query.accountant.empty() || query.accountant == row.accountant;
+    const bool own = (query.accountant.empty() || query.accountant == row.accountant) &&
+                     query.pld_precision == 0;
+    if (query.pld_precision != 0 && query.accountant != "pld" &&
+        !(query.accountant.empty() && row.accountant == "pld")) {
+      return absl::InvalidArgumentError("pld_precision applies only to accountant pld");
+    }
     if (own && query.delta == row.budget_delta) {
       ans.accountant = row.accountant;
       ans.epsilon = policy.spent();  // the cached answer: identical to a recomputation
@@ -559,7 +580,9 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
     } else {
       // Another accountant's curve of the realised ledger (an evr job's own queries at other
       // targets are the MC accountant's estimates).
-      ans.accountant = own ? std::string(policy.answering_accountant()) : query.accountant;
+      ans.accountant = own                      ? std::string(policy.answering_accountant())
+                       : query.accountant.empty() ? row.accountant
+                                                  : query.accountant;
       ans.realised_curve = true;
       other = true;
       const auto events = policy.ledger().events();
@@ -570,11 +593,20 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
   // accountant is the cached one (MC sample pools) brought up to date, else a new one.
   std::optional<PoolCache::Lease> lease;  // gives the accountant back to the cache at return
   if (other) {
-    lease.emplace(pools_.Borrow(key, ans.accountant));
-    acc = std::move(lease->acc);
+    if (query.pld_precision == 0) {  // a precision of its own is never the kept accountant
+      lease.emplace(pools_.Borrow(key, ans.accountant));
+      acc = std::move(lease->acc);
+    }
     if (acc == nullptr || !ExtendToLedger(*acc, ledger)) {
       absl::StatusOr<std::unique_ptr<core::Accountant>> fresh = NewAccountant(row, ans.accountant);
+      if (fresh.ok() && query.pld_precision != 0) {
+        core::AccountantOptions opts = PolicyOptionsFor(row).accountant_options;
+        (void)core::ApplyPldPrecision(query.pld_precision, "pld_precision", &opts.pld);  // valid
+        fresh = core::CreateAccountant("pld", opts);
+      }
       if (!fresh.ok()) return fresh.status();
+      // Composing a long ledger counts against the query's time too.
+      (*fresh)->SetQueryTimeCap(QueryCap(ans.accountant, query.max_seconds));
       for (const core::MechanismEvent& ev : ledger) {
         if (absl::Status s = (*fresh)->Compose(ev); !s.ok()) return s;
       }
@@ -582,10 +614,7 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
     }
   }
   if (acc) {
-    const bool mc = acc->Name() == "mc";
-    acc->SetQueryTimeCap(QueryCap(
-        mc ? options_.accountant_options.mc.max_seconds : options_.query_max_seconds,
-        query.max_seconds));
+    acc->SetQueryTimeCap(QueryCap(acc->Name(), query.max_seconds));
   }
   absl::Status status;
   if (acc && query.delta) {
@@ -598,7 +627,7 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
     status = b.status();
   }
   if (acc) ans.diagnostics = acc->LastDiagnostics();
-  if (other) {
+  if (lease) {
     lease->acc = std::move(acc);
     lease.reset();
   }
@@ -629,7 +658,7 @@ absl::StatusOr<RemainingAnswer> LedgerService::Remaining(const Caller& caller,
     tail = (*e)->tail;
   }
   absl::StatusOr<RemainingAnswer> ans =
-      policy->Remaining(mechanism, QueryCap(options_.query_max_seconds, max_seconds));
+      policy->Remaining(mechanism, QueryCap(policy->ledger().Name(), max_seconds));
   if (!ans.ok()) {
     return absl::Status(ans.status().code(), absl::StrFormat("job '%s': %s", job_id,
                                                              std::string(ans.status().message())));

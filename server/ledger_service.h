@@ -142,6 +142,8 @@ class LedgerService {
   void Shutdown();
 
   const LedgerOptions& options() const { return options_; }
+  // A job's admission policy options (its mc seed and samples applied).
+  PolicyOptions PolicyOptionsFor(const JobRow& row) const;
 
  private:
   // Admission bookkeeping for one received update (admission.cc).
@@ -160,11 +162,12 @@ class LedgerService {
   JobInfo InfoLocked(const JobEntry& entry) const;
   // Waits for the job's pending commits (queries must not report what is not durable).
   static absl::Status WaitTail(CommitTicketPtr tail);
-  PolicyOptions PolicyOptionsFor(const JobRow& row) const;
   absl::StatusOr<std::unique_ptr<core::Accountant>> NewAccountant(const JobRow& row,
                                                                   std::string_view name) const;
-  // The tighter of the server's cap and the caller's deadline (0 means none for both).
-  static double QueryCap(double server_cap, double caller_seconds);
+  // The time cap of one query by `accountant`: the server's (--query-mc-max-seconds for mc,
+  // --query-max-seconds for the others) or the caller's deadline, whichever is sooner (0
+  // means none for both).
+  double QueryCap(std::string_view accountant, double caller_seconds) const;
   // A new job's row from its spec: INVALID_ARGUMENT naming the field when inconsistent.
   absl::StatusOr<JobRow> JobRowFromSpec(const JobSpec& spec, const std::string& tenant) const;
 

@@ -177,6 +177,11 @@ TEST_F(LedgerServiceTest, AdmitsUntilTheBudgetAndChargesTheCertifiedUpperBound) 
   EXPECT_THAT(other->refusal_reason, HasSubstr("plan position 8"));
   EXPECT_THAT(other->refusal_reason, HasSubstr("--schedule adaptive"));
   EXPECT_FALSE(memory_.GetUpdate({"default", "job"}, 8)->has_value());
+  // Issue 17: refusals are counted by their kind; the job's budget is exported beside its spend.
+  const std::string m = metrics_.Serialize();
+  EXPECT_THAT(m, HasSubstr("dpledger_refusals_total{reason=\"budget\"} 1\n"));
+  EXPECT_THAT(m, HasSubstr("dpledger_refusals_total{reason=\"plan\"} 1\n"));
+  EXPECT_THAT(m, HasSubstr("dpledger_job_epsilon_budget{job=\"default/job\"} 1\n"));
 }
 
 TEST_F(LedgerServiceTest, RetriesReturnTheOriginalAckAndChargeNothing) {
@@ -672,6 +677,33 @@ TEST_F(LedgerServiceTest, TheCallersDeadlineCapsOnlyItsOwnMcQuery) {
   const SpentQuery bad{.epsilon = 1.0, .accountant = "mc", .max_seconds = -1};
   EXPECT_THAT(service_->Spent(Caller::Insecure(), "", "long", bad).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_seconds")));
+}
+
+// Issue 15: a Spent request may ask PLD for its own precision; the interval narrows to it and
+// still contains the exact value. Other accountants and values outside (0, 0.5] are refused.
+TEST_F(LedgerServiceTest, SpentTakesAPerRequestPldPrecision) {
+  Create();
+  for (int64_t seq = 1; seq <= 5; ++seq) ASSERT_TRUE(Append(Upd(seq))->admitted);
+  auto ask = [&](double precision) {
+    return service_->Spent(Caller::Insecure(), "", "job",
+                           {.delta = kDelta, .accountant = "pld", .pld_precision = precision});
+  };
+  absl::StatusOr<SpentAnswer> coarse = ask(0);
+  absl::StatusOr<SpentAnswer> fine = ask(1e-4);
+  ASSERT_THAT(coarse, IsOk());
+  ASSERT_THAT(fine, IsOk());
+  for (const SpentAnswer* a : {&*coarse, &*fine}) {
+    EXPECT_LE(a->epsilon->lower, kEps5);
+    EXPECT_GE(a->epsilon->upper, kEps5);
+  }
+  const double fine_width = (fine->epsilon->upper - fine->epsilon->lower) / fine->epsilon->upper;
+  EXPECT_LE(fine_width, 1e-4);
+  EXPECT_LT(fine_width,
+            (coarse->epsilon->upper - coarse->epsilon->lower) / coarse->epsilon->upper);
+  EXPECT_THAT(service_->Spent(Caller::Insecure(), "", "job",
+                              {.delta = kDelta, .accountant = "rdp", .pld_precision = 1e-3}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("pld_precision")));
+  EXPECT_THAT(ask(0.7), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("pld_precision")));
 }
 
 }  // namespace

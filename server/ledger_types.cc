@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "server/ledger_chain.h"
 
 namespace dpledger::server {
 
@@ -54,6 +55,28 @@ std::string_view AdmissionKindName(AdmissionKind k) {
     case AdmissionKind::kEvr: return "evr";
   }
   return "unknown";
+}
+
+std::string ChainGenesis(const JobRow& j) {
+  return chain::Genesis({j.key.tenant, j.key.job_id, j.budget_epsilon, j.budget_delta,
+                         static_cast<int>(j.neighbouring), j.accountant, j.mc_seed,
+                         j.mc_num_samples, static_cast<int>(j.schedule),
+                         std::string(AdmissionKindName(j.admission)), j.plan, j.rdp_order,
+                         j.create_time_ms});
+}
+
+std::string ChainUpdate(std::string_view prev_head, const UpdateRow& u) {
+  return chain::NextUpdate(
+      prev_head, {u.key.tenant, u.key.job_id, u.seq, u.steps, u.spent.lower, u.spent.estimate,
+                  u.spent.upper, std::string(core::GuaranteeName(u.spent.guarantee)),
+                  u.spent.failure_probability, u.num_steps_after, u.commit_time_ms});
+}
+
+std::string ChainRelease(std::string_view prev_release, std::string_view update_head,
+                         const ReleaseRow& r) {
+  return chain::NextRelease(prev_release, update_head,
+                            {r.release_id, r.request_id, r.epsilon, r.delta, r.verifier,
+                             r.payload_sha256, r.ledger_seq, r.num_steps, r.create_time_ms});
 }
 
 std::string Sha256Hex(std::string_view bytes) {

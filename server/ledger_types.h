@@ -76,6 +76,7 @@ struct UpdateRow {
   core::EpsilonBound spent;    // epsilon at the job's delta after this update
   int64_t num_steps_after = 0; // job total after this update
   int64_t commit_time_ms = 0;
+  std::string chain;           // head after this update (ledger_chain.h), lower-case hex
 };
 
 // Canonical text of an update's steps, "spec,count=N;spec,count=N": equal iff the steps are
@@ -114,7 +115,16 @@ struct ReleaseRow {
   int64_t ledger_seq = 0;
   int64_t num_steps = 0;
   int64_t create_time_ms = 0;
+  std::string chain;            // the job's release chain after this one (ledger_chain.h)
 };
+
+// The ledger chain over stored rows (ledger_chain.h): head_0 of a job, the head after an
+// update given the head before it, a release's link given the previous link and the update
+// head at its ledger_seq.
+std::string ChainGenesis(const JobRow& job);
+std::string ChainUpdate(std::string_view prev_head, const UpdateRow& u);
+std::string ChainRelease(std::string_view prev_release, std::string_view update_head,
+                         const ReleaseRow& r);
 
 // Lower-case hex SHA-256 of bytes.
 std::string Sha256Hex(std::string_view bytes);

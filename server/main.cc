@@ -58,6 +58,12 @@ ABSL_FLAG(int, shutdown_grace_ms, 10000, "how long shutdown waits for in-flight 
 ABSL_FLAG(bool, full_integrity_check, false,
           "PRAGMA integrity_check at start-up instead of quick_check");
 ABSL_FLAG(bool, check_ledger, true, "check ledger consistency at start-up");
+ABSL_FLAG(bool, replay_ledger, false,
+          "at start-up, replay every job's admission policy over its ledger and check each "
+          "stored spent bound (one admission per stored update)");
+ABSL_FLAG(bool, accept_data_loss, false,
+          "start although the store lost data it acknowledged (missing WAL, emptied or "
+          "replaced database): logs what was lost and rewrites the high-water mark");
 ABSL_FLAG(std::string, default_accountant, "pld", "admitting accountant when a job names none");
 ABSL_FLAG(int, max_jobs_per_tenant, 10000, "jobs one tenant may create");
 ABSL_FLAG(int, max_updates_per_request, 1000, "updates in one AppendSteps request");
@@ -121,8 +127,9 @@ namespace {
 constexpr const char* kFlagNames[] = {
     "listen", "data_dir", "store", "postgres_url", "postgres_pool_size",
     "store_ping_interval_ms", "metrics_listen", "insecure", "tls_cert", "tls_key",
-    "token_file", "tls_client_ca", "client_cert_map", "max_message_bytes", "shutdown_grace_ms", "full_integrity_check",
-    "check_ledger", "default_accountant", "max_jobs_per_tenant", "max_updates_per_request",
+    "token_file", "tls_client_ca", "client_cert_map", "max_message_bytes", "shutdown_grace_ms",
+    "full_integrity_check", "check_ledger", "replay_ledger", "accept_data_loss",
+    "default_accountant", "max_jobs_per_tenant", "max_updates_per_request",
     "max_steps_per_update", "max_cached_jobs", "max_cached_bytes", "max_pool_bytes", "max_admission_group", "max_payload_bytes",
     "group_commit_max_batches", "group_commit_delay_us", "max_stream_inflight",
     "max_tenant_inflight_updates", "max_tenant_rps", "tenant_rps_burst", "max_streams", "max_streams_per_tenant", "stream_idle_timeout_ms", "stream_stall_timeout_ms",
@@ -223,6 +230,8 @@ absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
   o.shutdown_grace_ms = absl::GetFlag(FLAGS_shutdown_grace_ms);
   o.full_integrity_check = absl::GetFlag(FLAGS_full_integrity_check);
   o.check_ledger = absl::GetFlag(FLAGS_check_ledger);
+  o.accept_data_loss = absl::GetFlag(FLAGS_accept_data_loss);
+  o.replay_ledger = absl::GetFlag(FLAGS_replay_ledger);
   o.ledger.default_accountant = absl::GetFlag(FLAGS_default_accountant);
   o.ledger.max_jobs_per_tenant = absl::GetFlag(FLAGS_max_jobs_per_tenant);
   o.ledger.max_updates_per_request = absl::GetFlag(FLAGS_max_updates_per_request);

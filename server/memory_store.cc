@@ -42,6 +42,9 @@ absl::Status MemoryStore::ApplyTo(Tables& t, const WriteBatch& batch,
     if (it == t.jobs.end()) {
       return absl::NotFoundError(absl::StrFormat("job '%s' not found", JobKeyString(m.key)));
     }
+    if (m.expected && it->second.evr_state != *m.expected) {
+      return EvrStateChanged(m, it->second.evr_state);
+    }
     undo.push_back([row = &it->second, old = it->second] { *row = old; });
     it->second.evr_state = m.state;
     it->second.evr_note = m.note;
@@ -58,9 +61,7 @@ absl::Status MemoryStore::ApplyTo(Tables& t, const WriteBatch& batch,
     auto& rows = t.updates[u.key];
     const int64_t last = rows.empty() ? 0 : rows.rbegin()->first;
     if (u.seq != last + 1) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "store: job '%s' update seq %d does not follow last seq %d", JobKeyString(u.key),
-          u.seq, last));
+      return SeqDoesNotFollow(u, last);
     }
     rows.emplace(u.seq, u);
     undo.push_back([&rows, seq = u.seq] { rows.erase(seq); });

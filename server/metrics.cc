@@ -37,6 +37,10 @@ Metrics::Metrics(MetricsOptions options)
   commit_batches_ = &BuildHistogram().Name("dpledger_store_commit_batches").Help("Batches per group commit").Register(*registry_).Add({}, Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096});
   job_epsilon_ = &BuildGauge().Name("dpledger_job_epsilon_spent").Help("Spent epsilon at the job's delta (upper bound)").Register(*registry_);
   job_series_dropped_ = &BuildCounter().Name("dpledger_job_series_dropped_total").Help("Updates of jobs beyond the dpledger_job_epsilon_spent label cap").Register(*registry_).Add({});
+  job_budget_ = &BuildGauge().Name("dpledger_job_epsilon_budget").Help("The job's epsilon budget (labelled for the jobs dpledger_job_epsilon_spent labels)").Register(*registry_);
+  job_ratio_ = &BuildGauge().Name("dpledger_job_epsilon_spent_ratio").Help("dpledger_job_epsilon_spent / dpledger_job_epsilon_budget").Register(*registry_);
+  refusals_ = &BuildCounter().Name("dpledger_refusals_total").Help("Refused updates by reason (budget, plan, uncertified, stopped, not_attempted, unverified)").Register(*registry_);
+  ready_ = &BuildGauge().Name("dpledger_ready").Help("1 while the server reports SERVING (store reachable)").Register(*registry_).Add({});
   cached_jobs_ = &BuildGauge().Name("dpledger_cached_jobs").Help("Jobs whose accountant state is cached").Register(*registry_).Add({});
   cached_job_bytes_ = &BuildGauge().Name("dpledger_cached_job_bytes").Help("Bytes the cached jobs' admitting accountants report (PLD grids and spectra)").Register(*registry_).Add({});
   shed_ = &BuildCounter().Name("dpledger_shed_total").Help("Requests refused and streams ended by a limit, by reason").Register(*registry_);
@@ -103,6 +107,26 @@ void Metrics::JobEpsilonSpent(const std::string& job, double epsilon) {
   }
   it->second->Set(epsilon);
 }
+
+void Metrics::JobEpsilon(const std::string& job, double spent, double budget) {
+  JobEpsilonSpent(job, spent);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (job_gauges_.find(job) == job_gauges_.end()) return;  // beyond the cap (counted above)
+  auto [it, fresh] = job_budget_gauges_.try_emplace(job, JobBudgetGauges{nullptr, nullptr});
+  if (fresh) {
+    it->second.budget = &job_budget_->Add({{"job", job}});
+    it->second.ratio = &job_ratio_->Add({{"job", job}});
+  }
+  it->second.budget->Set(budget);
+  // A zero budget admits nothing: any spend is "all of it".
+  it->second.ratio->Set(budget > 0 ? spent / budget : 1.0);
+}
+
+void Metrics::Refusal(std::string_view reason) {
+  refusals_->Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void Metrics::SetReady(bool ready) { ready_->Set(ready ? 1 : 0); }
 
 std::string Metrics::Serialize() const {
   return prometheus::TextSerializer().Serialize(registry_->Collect());

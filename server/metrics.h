@@ -16,7 +16,13 @@
 //   dpledger_store_commit_seconds              histogram (one group commit)
 //   dpledger_store_commit_batches              histogram (batches per group commit)
 //   dpledger_job_epsilon_spent{job}            gauge, at most max_job_series jobs labelled;
+//   dpledger_job_epsilon_budget{job}           gauge, the job's epsilon budget (same jobs)
+//   dpledger_job_epsilon_spent_ratio{job}      gauge, spent / budget (same jobs; 1 = exhausted)
 //   dpledger_job_series_dropped_total          counter of jobs beyond the cap
+//   dpledger_refusals_total{reason}            counter of refused updates by RefusalKind:
+//                                              budget|plan|uncertified|stopped|not_attempted|
+//                                              unverified
+//   dpledger_ready                             gauge: 1 while health is SERVING (store reachable)
 //   dpledger_cached_jobs                       gauge
 //   dpledger_cached_job_bytes                  gauge (their accountants' CacheBytes)
 //   dpledger_shed_total{reason}                counter: requests refused or streams ended by a
@@ -66,6 +72,10 @@ class Metrics {
   void SetSamplePoolBackend(std::string_view backend);
   void StoreCommit(double seconds, size_t batches);
   void JobEpsilonSpent(const std::string& job, double epsilon);
+  // Spent (upper bound) next to the budget and their ratio; the same cap as JobEpsilonSpent.
+  void JobEpsilon(const std::string& job, double spent, double budget);
+  void Refusal(std::string_view reason);  // one refused update, by RefusalKind name
+  void SetReady(bool ready);
   void SetCachedJobs(double n, double bytes);
   void Shed(std::string_view reason);
   void SetOpenStreams(size_t n);
@@ -91,6 +101,10 @@ class Metrics {
   prometheus::Histogram* commit_batches_;
   prometheus::Family<prometheus::Gauge>* job_epsilon_;
   prometheus::Counter* job_series_dropped_;
+  prometheus::Family<prometheus::Gauge>* job_budget_;
+  prometheus::Family<prometheus::Gauge>* job_ratio_;
+  prometheus::Family<prometheus::Counter>* refusals_;
+  prometheus::Gauge* ready_;
   prometheus::Gauge* cached_jobs_;
   prometheus::Gauge* cached_job_bytes_;
   prometheus::Family<prometheus::Counter>* shed_;
@@ -98,6 +112,11 @@ class Metrics {
 
   std::mutex mu_;
   std::map<std::string, prometheus::Gauge*> job_gauges_;
+  struct JobBudgetGauges {
+    prometheus::Gauge* budget;
+    prometheus::Gauge* ratio;
+  };
+  std::map<std::string, JobBudgetGauges> job_budget_gauges_;
   std::map<std::string, prometheus::Gauge*> backend_gauges_;
 };
 

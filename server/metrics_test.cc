@@ -39,5 +39,31 @@ TEST(Metrics, PerJobSeriesAreCapped) {
   EXPECT_THAT(text, HasSubstr("dpledger_job_series_dropped_total 1"));
 }
 
+TEST(Metrics, JobBudgetAndRatioFollowTheSpentSeriesCap) {
+  Metrics m({.max_job_series = 1});
+  m.JobEpsilon("t/a", 0.5, 2.0);
+  m.JobEpsilon("t/b", 1.0, 1.0);  // over the cap: none of its three series
+  m.JobEpsilon("t/a", 1.9, 2.0);
+  const std::string text = m.Serialize();
+  EXPECT_THAT(text, HasSubstr("dpledger_job_epsilon_spent{job=\"t/a\"} 1.9"));
+  EXPECT_THAT(text, HasSubstr("dpledger_job_epsilon_budget{job=\"t/a\"} 2"));
+  EXPECT_THAT(text, HasSubstr("dpledger_job_epsilon_spent_ratio{job=\"t/a\"} 0.95"));
+  EXPECT_THAT(text, Not(HasSubstr("t/b")));
+  EXPECT_THAT(text, HasSubstr("dpledger_job_series_dropped_total 1"));
+}
+
+TEST(Metrics, RefusalsAreCountedByReasonAndReadinessIsAGauge) {
+  Metrics m;
+  m.Refusal("budget");
+  m.Refusal("budget");
+  m.Refusal("uncertified");
+  m.SetReady(true);
+  m.SetReady(false);
+  const std::string text = m.Serialize();
+  EXPECT_THAT(text, HasSubstr("dpledger_refusals_total{reason=\"budget\"} 2"));
+  EXPECT_THAT(text, HasSubstr("dpledger_refusals_total{reason=\"uncertified\"} 1"));
+  EXPECT_THAT(text, HasSubstr("dpledger_ready 0"));
+}
+
 }  // namespace
 }  // namespace dpledger::server

@@ -20,6 +20,8 @@ CREATE TABLE schema_version (version INTEGER NOT NULL);
 INSERT INTO schema_version (version) VALUES (0);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT INTO meta (key, value) VALUES ('created_by', 'dpledgerd');
+-- The store's identity (store_mark.h); the hash chain below is ledger_chain.h's.
+INSERT INTO meta (key, value) VALUES ('store_id', md5(random()::text || clock_timestamp()::text));
 CREATE TABLE jobs (
   tenant TEXT COLLATE "C" NOT NULL,
   job_id TEXT COLLATE "C" NOT NULL,
@@ -54,6 +56,7 @@ CREATE TABLE updates (
   failure_probability DOUBLE PRECISION NOT NULL,
   num_steps_after BIGINT NOT NULL,
   commit_time_ms BIGINT NOT NULL,
+  chain TEXT NOT NULL,
   PRIMARY KEY (tenant, job_id, seq),
   FOREIGN KEY (tenant, job_id) REFERENCES jobs (tenant, job_id)
 );
@@ -83,6 +86,7 @@ CREATE TABLE releases (
   ledger_seq BIGINT NOT NULL,
   num_steps BIGINT NOT NULL,
   create_time_ms BIGINT NOT NULL,
+  chain TEXT NOT NULL,
   insert_order BIGINT GENERATED ALWAYS AS IDENTITY,  -- ties in create_time_ms
   FOREIGN KEY (tenant, job_id) REFERENCES jobs (tenant, job_id)
 );

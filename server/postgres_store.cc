@@ -54,13 +54,14 @@ JobRow ReadJob(const PGresult* r, int row) {
 
 constexpr std::string_view kUpdateColumns =
     "tenant, job_id, seq, steps, spent_lower, spent_estimate, spent_upper, guarantee, "
-    "failure_probability, num_steps_after, commit_time_ms";
-constexpr int kUpdateColumnCount = 11;
+    "failure_probability, num_steps_after, commit_time_ms, chain";
+constexpr int kUpdateColumnCount = 12;
 
 void AddUpdate(Params& p, const UpdateRow& u) {
   p.Add(u.key.tenant).Add(u.key.job_id).Add(u.seq).Add(u.steps).Add(u.spent.lower)
       .Add(u.spent.estimate).Add(u.spent.upper).Add(static_cast<int>(u.spent.guarantee))
-      .Add(u.spent.failure_probability).Add(u.num_steps_after).Add(u.commit_time_ms);
+      .Add(u.spent.failure_probability).Add(u.num_steps_after).Add(u.commit_time_ms)
+      .Add(u.chain);
 }
 
 UpdateRow ReadUpdate(const PGresult* r, int row) {
@@ -75,14 +76,15 @@ UpdateRow ReadUpdate(const PGresult* r, int row) {
   u.spent.failure_probability = pg::Real(r, row, 8);
   u.num_steps_after = pg::Int(r, row, 9);
   u.commit_time_ms = pg::Int(r, row, 10);
+  u.chain = pg::Text(r, row, 11);
   return u;
 }
 
 constexpr std::string_view kReleaseColumns =
     "release_id, tenant, job_id, request_id, epsilon, delta, delta_est, tau, rho, guarantee, "
     "failure_probability, verifier, fallback, num_samples, seconds, backend, seed, delta_hat, "
-    "threshold, note, payload_sha256, payload, ledger_seq, num_steps, create_time_ms";
-constexpr int kReleaseColumnCount = 25;
+    "threshold, note, payload_sha256, payload, ledger_seq, num_steps, create_time_ms, chain";
+constexpr int kReleaseColumnCount = 26;
 
 void AddRelease(Params& p, const ReleaseRow& r) {
   p.Add(r.release_id).Add(r.key.tenant).Add(r.key.job_id).Add(r.request_id).Add(r.epsilon)
@@ -90,7 +92,7 @@ void AddRelease(Params& p, const ReleaseRow& r) {
       .Add(r.failure_probability).Add(r.verifier).Add(r.fallback ? "true" : "false")
       .Add(r.num_samples).Add(r.seconds).Add(r.backend).Add(r.seed).Add(r.delta_hat)
       .Add(r.threshold).Add(r.note).Add(r.payload_sha256).Bytes(r.payload).Add(r.ledger_seq)
-      .Add(r.num_steps).Add(r.create_time_ms);
+      .Add(r.num_steps).Add(r.create_time_ms).Add(r.chain);
 }
 
 ReleaseRow ReadRelease(const PGresult* res, int row) {
@@ -122,6 +124,7 @@ ReleaseRow ReadRelease(const PGresult* res, int row) {
   r.ledger_seq = pg::Int(res, row, c++);
   r.num_steps = pg::Int(res, row, c++);
   r.create_time_ms = pg::Int(res, row, c++);
+  r.chain = pg::Text(res, row, c++);
   return r;
 }
 
@@ -137,29 +140,27 @@ std::string Placeholders(int rows, int width, int first = 1) {
   return out;
 }
 
-// Multi-row INSERTs of `rows`, a bounded number per statement (one round trip each).
+// Multi-row INSERT statements of `rows`, a bounded number per statement.
 template <typename Row, typename AddFn>
-absl::Status InsertRows(PGconn* conn, std::string_view table, std::string_view columns, int width,
-                        const std::vector<const Row*>& rows, AddFn add, std::string_view what) {
+void InsertRows(std::vector<pg::Statement>& out, std::string_view table, std::string_view columns,
+                int width, const std::vector<const Row*>& rows, AddFn add, std::string_view what) {
   constexpr size_t kRowsPerStatement = 1000;
   for (size_t start = 0; start < rows.size(); start += kRowsPerStatement) {
     const size_t n = std::min(kRowsPerStatement, rows.size() - start);
-    Params p;
-    for (size_t i = 0; i < n; ++i) add(p, *rows[start + i]);
-    const std::string sql = absl::StrFormat("INSERT INTO %s (%s) VALUES %s", std::string(table),
-                                            std::string(columns),
-                                            Placeholders(static_cast<int>(n), width));
-    if (absl::Status s = pg::Exec(conn, sql, &p, what); !s.ok()) return s;
+    pg::Statement& st = out.emplace_back();
+    for (size_t i = 0; i < n; ++i) add(st.params, *rows[start + i]);
+    st.sql = absl::StrFormat("INSERT INTO %s (%s) VALUES %s", std::string(table),
+                             std::string(columns), Placeholders(static_cast<int>(n), width));
+    st.what = what;
   }
-  return absl::OkStatus();
 }
 
 // Updates, the hot path: one INSERT ... SELECT FROM unnest(column arrays) of 11 array
 // parameters, whatever the number of rows. (A multi-row VALUES list costs the server ~35 us
 // per row to parse and plan; this does not.)
-absl::Status InsertUpdates(PGconn* conn, const std::vector<const UpdateRow*>& rows) {
-  if (rows.empty()) return absl::OkStatus();
-  // Every column as a text array literal of quoted elements ("..." with \ and " escaped);
+void InsertUpdates(std::vector<pg::Statement>& out, const std::vector<const UpdateRow*>& rows) {
+  if (rows.empty()) return;
+  // Every column as a text array literal of quoted elements ("..." with \\ and " escaped);
   // the casts below give them their types.
   std::vector<std::string> columns(kUpdateColumnCount, "{");
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -170,70 +171,75 @@ absl::Status InsertUpdates(PGconn* conn, const std::vector<const UpdateRow*>& ro
       std::string& col = columns[c];
       if (i) col += ',';
       col += '"';
-      for (const char* v = values[c], *end = values[c] + p.lengths()[c]; v != end; ++v) {
+      for (const char *v = values[c], *end = values[c] + p.lengths()[c]; v != end; ++v) {
         if (*v == '"' || *v == '\\') col += '\\';
         col += *v;
       }
       col += '"';
     }
   }
-  Params arrays;
-  for (std::string& col : columns) arrays.Add((col += '}'));
-  return pg::Exec(conn,
-                  absl::StrFormat("INSERT INTO updates (%s) SELECT * FROM unnest($1::text[], "
-                                  "$2::text[], $3::bigint[], $4::text[], $5::float8[], "
-                                  "$6::float8[], $7::float8[], $8::int[], $9::float8[], "
-                                  "$10::bigint[], $11::bigint[])",
-                                  std::string(kUpdateColumns)),
-                  &arrays, "insert updates");
+  pg::Statement& st = out.emplace_back();
+  for (std::string& col : columns) st.params.Add((col += '}'));
+  st.sql = absl::StrFormat(
+      "INSERT INTO updates (%s) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], "
+      "$4::text[], $5::float8[], $6::float8[], $7::float8[], $8::int[], $9::float8[], "
+      "$10::bigint[], $11::bigint[], $12::text[])",
+      std::string(kUpdateColumns));
+  st.what = "insert updates";
 }
 
 // What Apply knows of a job while the group's transaction holds its row lock.
 struct LockedJob {
   bool exists = false;
   JobState state = JobState::kOpen;
+  EvrState evr_state = EvrState::kIdle;
   int64_t last_seq = 0;
 };
 
-// Locks the rows of the jobs in `keys` (sorted, so concurrent groups lock in one order and
-// cannot deadlock) and reads their state and last seq; absent jobs stay !exists.
-absl::Status LockJobs(PGconn* conn, const std::vector<JobKey>& keys,
-                      std::map<JobKey, LockedJob>& out) {
-  constexpr size_t kKeysPerStatement = 4000;
+constexpr size_t kKeysPerStatement = 4000;
+
+// Statements that lock the rows of the jobs in `keys` (sorted, so concurrent groups lock in
+// one order and cannot deadlock) and read their state, then their last seqs. The last seqs
+// come from a later statement, so they are read with a snapshot taken after the locks were
+// granted (READ COMMITTED): it sees every update committed by the transactions we waited for.
+// One index probe per job (max over the primary key's last column).
+void LockJobs(std::vector<pg::Statement>& out, const std::vector<JobKey>& keys) {
   for (size_t start = 0; start < keys.size(); start += kKeysPerStatement) {
     const size_t n = std::min(kKeysPerStatement, keys.size() - start);
     Params p;
     for (size_t i = 0; i < n; ++i) p.Add(keys[start + i].tenant).Add(keys[start + i].job_id);
-    const std::string in = Placeholders(static_cast<int>(n), 2);
-    Result r;
-    if (absl::Status s = pg::Exec(
-            conn,
-            absl::StrFormat("SELECT tenant, job_id, state FROM jobs WHERE (tenant, job_id) IN (%s) "
-                            "ORDER BY tenant, job_id FOR UPDATE",
-                            in),
-            &p, "lock jobs", &r);
-        !s.ok()) {
-      return s;
+    std::string last_seqs;
+    for (size_t i = 0; i < n; ++i) {
+      absl::StrAppend(&last_seqs, i ? " UNION ALL " : "",
+                      absl::StrFormat("SELECT %d, (SELECT max(seq) FROM updates WHERE tenant = $%d "
+                                      "AND job_id = $%d)",
+                                      start + i, 2 * i + 1, 2 * i + 2));
     }
-    for (int i = 0; i < PQntuples(r.get()); ++i) {
-      LockedJob& j = out[{pg::Text(r.get(), i, 0), pg::Text(r.get(), i, 1)}];
+    out.push_back({absl::StrFormat("SELECT tenant, job_id, state, evr_state FROM jobs WHERE (tenant, job_id) "
+                                   "IN (%s) ORDER BY tenant, job_id FOR UPDATE",
+                                   Placeholders(static_cast<int>(n), 2)),
+                   p, "lock jobs"});
+    out.push_back({last_seqs, p, "read last seqs"});
+  }
+}
+
+// Reads LockJobs' results (pairs of lock, last-seq results) into `out`.
+void ReadLockedJobs(const std::vector<JobKey>& keys, std::span<const Result> results,
+                    std::map<JobKey, LockedJob>& out) {
+  for (size_t k = 0; k + 1 < results.size(); k += 2) {
+    const PGresult* locked = results[k].get();
+    for (int i = 0; i < PQntuples(locked); ++i) {
+      LockedJob& j = out[{pg::Text(locked, i, 0), pg::Text(locked, i, 1)}];
       j.exists = true;
-      j.state = static_cast<JobState>(pg::Int(r.get(), i, 2));
+      j.state = static_cast<JobState>(pg::Int(locked, i, 2));
+      j.evr_state = static_cast<EvrState>(pg::Int(locked, i, 3));
     }
-    if (absl::Status s = pg::Exec(
-            conn,
-            absl::StrFormat("SELECT tenant, job_id, max(seq) FROM updates WHERE (tenant, job_id) "
-                            "IN (%s) GROUP BY tenant, job_id",
-                            in),
-            &p, "read last seqs", &r);
-        !s.ok()) {
-      return s;
-    }
-    for (int i = 0; i < PQntuples(r.get()); ++i) {
-      out[{pg::Text(r.get(), i, 0), pg::Text(r.get(), i, 1)}].last_seq = pg::Int(r.get(), i, 2);
+    const PGresult* seqs = results[k + 1].get();
+    for (int i = 0; i < PQntuples(seqs); ++i) {
+      if (PQgetisnull(seqs, i, 1)) continue;  // no updates yet
+      out[keys[pg::Int(seqs, i, 0)]].last_seq = pg::Int(seqs, i, 1);
     }
   }
-  return absl::OkStatus();
 }
 
 // The store's row checks, batch by batch in the order SqliteStore applies them, against the
@@ -246,7 +252,7 @@ absl::Status Validate(std::span<const WriteBatch* const> batches, std::map<JobKe
         return absl::AlreadyExistsError(
             absl::StrFormat("job '%s' already exists", JobKeyString(j.key)));
       }
-      l = {true, j.state, 0};
+      l = {true, j.state, j.evr_state, 0};
     }
     auto find = [&](const JobKey& key) -> absl::StatusOr<LockedJob*> {
       LockedJob& l = jobs[key];
@@ -261,7 +267,10 @@ absl::Status Validate(std::span<const WriteBatch* const> batches, std::map<JobKe
       (*l)->state = c.state;
     }
     for (const EvrMark& m : b->evr_marks) {
-      if (absl::StatusOr<LockedJob*> l = find(m.key); !l.ok()) return l.status();
+      absl::StatusOr<LockedJob*> l = find(m.key);
+      if (!l.ok()) return l.status();
+      if (m.expected && (*l)->evr_state != *m.expected) return EvrStateChanged(m, (*l)->evr_state);
+      (*l)->evr_state = m.state;
     }
     for (const UpdateRow& u : b->updates) {
       absl::StatusOr<LockedJob*> l = find(u.key);
@@ -270,11 +279,7 @@ absl::Status Validate(std::span<const WriteBatch* const> batches, std::map<JobKe
         return absl::FailedPreconditionError(
             absl::StrFormat("job '%s' is closed", JobKeyString(u.key)));
       }
-      if (u.seq != (*l)->last_seq + 1) {
-        return absl::FailedPreconditionError(absl::StrFormat(
-            "store: job '%s' update seq %d does not follow last seq %d", JobKeyString(u.key),
-            u.seq, (*l)->last_seq));
-      }
+      if (u.seq != (*l)->last_seq + 1) return SeqDoesNotFollow(u, (*l)->last_seq);
       (*l)->last_seq = u.seq;
     }
     for (const ReleaseRow& r : b->releases) {
@@ -284,17 +289,11 @@ absl::Status Validate(std::span<const WriteBatch* const> batches, std::map<JobKe
   return absl::OkStatus();
 }
 
-absl::Status RowChanged(PGconn* conn, const Result& r, const JobKey& key) {
-  if (std::string_view(PQcmdTuples(r.get())) != "1") {
-    return absl::NotFoundError(absl::StrFormat("job '%s' not found", JobKeyString(key)));
-  }
-  return absl::OkStatus();
-}
-
-// Writes a validated group: the inserts as multi-row statements, the (rare) row updates one
-// by one, all in batch order within each kind (which gives the same final rows as applying
-// batch by batch, because validation already passed).
-absl::Status Write(PGconn* conn, std::span<const WriteBatch* const> batches) {
+// The statements writing a validated group: the inserts as multi-row statements, the (rare)
+// row updates one by one, all in batch order within each kind (which gives the same final
+// rows as applying batch by batch, because validation already passed). The row updates need
+// no row-count check: their rows exist and are locked (validated above).
+void Write(std::vector<pg::Statement>& out, std::span<const WriteBatch* const> batches) {
   std::vector<const JobRow*> jobs;
   std::vector<const UpdateRow*> updates;
   std::vector<const ReleaseRow*> releases;
@@ -303,42 +302,26 @@ absl::Status Write(PGconn* conn, std::span<const WriteBatch* const> batches) {
     for (const UpdateRow& u : b->updates) updates.push_back(&u);
     for (const ReleaseRow& r : b->releases) releases.push_back(&r);
   }
-  if (absl::Status s = InsertRows(conn, "jobs", kJobColumns, kJobColumnCount, jobs, AddJob,
-                                  "insert job");
-      !s.ok()) {
-    return s;
-  }
+  InsertRows(out, "jobs", kJobColumns, kJobColumnCount, jobs, AddJob, "insert job");
   for (const WriteBatch* b : batches) {
     for (const JobStateChange& c : b->state_changes) {
       Params p;
       p.Add(static_cast<int>(c.state)).Add(c.close_time_ms).Add(c.key.tenant).Add(c.key.job_id);
-      Result r;
-      if (absl::Status s = pg::Exec(conn,
-                                    "UPDATE jobs SET state = $1, close_time_ms = $2 "
-                                    "WHERE tenant = $3 AND job_id = $4",
-                                    &p, "update job state", &r);
-          !s.ok()) {
-        return s;
-      }
-      if (absl::Status s = RowChanged(conn, r, c.key); !s.ok()) return s;
+      out.push_back({"UPDATE jobs SET state = $1, close_time_ms = $2 WHERE tenant = $3 AND "
+                     "job_id = $4",
+                     std::move(p), "update job state"});
     }
     for (const EvrMark& m : b->evr_marks) {
       Params p;
       p.Add(static_cast<int>(m.state)).Add(m.note).Add(m.key.tenant).Add(m.key.job_id);
-      Result r;
-      if (absl::Status s = pg::Exec(conn,
-                                    "UPDATE jobs SET evr_state = $1, evr_note = $2 "
-                                    "WHERE tenant = $3 AND job_id = $4",
-                                    &p, "update job evr state", &r);
-          !s.ok()) {
-        return s;
-      }
-      if (absl::Status s = RowChanged(conn, r, m.key); !s.ok()) return s;
+      out.push_back({"UPDATE jobs SET evr_state = $1, evr_note = $2 WHERE tenant = $3 AND "
+                     "job_id = $4",
+                     std::move(p), "update job evr state"});
     }
   }
-  if (absl::Status s = InsertUpdates(conn, updates); !s.ok()) return s;
-  return InsertRows(conn, "releases", kReleaseColumns, kReleaseColumnCount, releases, AddRelease,
-                    "insert release");
+  InsertUpdates(out, updates);
+  InsertRows(out, "releases", kReleaseColumns, kReleaseColumnCount, releases, AddRelease,
+             "insert release");
 }
 
 }  // namespace
@@ -473,41 +456,49 @@ absl::StatusOr<T> PostgresStore::Read(F read) {
   }
 }
 
+// Two round trips: (BEGIN, lock the jobs, read their last seqs), validate here, then (the
+// writes, COMMIT), each as one libpq pipeline.
 absl::Status PostgresStore::Apply(std::span<const WriteBatch* const> batches) {
-  // A pooled connection may have died since its last use (database restarted): when BEGIN
-  // itself fails on a lost connection nothing was sent, so one retry on a fresh one is safe.
-  for (int attempt = 0;; ++attempt) {
-    absl::StatusOr<PGconn*> conn = Acquire();
-    if (!conn.ok()) return conn.status();
-    absl::Status s = pg::Exec(*conn, "BEGIN", "begin");
-    if (!s.ok()) {
-      const bool lost = pg::ConnectionLost(*conn);
-      Release(*conn);
-      if (lost && attempt == 0) continue;
-      return s;
-    }
-    s = ApplyOnce(*conn, batches);
-    if (s.ok()) {
-      s = pg::Exec(*conn, "COMMIT", "commit");
-    } else if (!pg::ConnectionLost(*conn)) {
-      (void)pg::Exec(*conn, "ROLLBACK", "rollback");
-    }
-    Release(*conn);
-    return s;
-  }
-}
-
-absl::Status PostgresStore::ApplyOnce(PGconn* conn, std::span<const WriteBatch* const> batches) {
   std::vector<JobKey> keys;
   for (const WriteBatch* b : batches) {
     for (JobKey& k : b->Jobs()) keys.push_back(std::move(k));
   }
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  std::map<JobKey, LockedJob> jobs;
-  if (absl::Status s = LockJobs(conn, keys, jobs); !s.ok()) return s;
-  if (absl::Status s = Validate(batches, jobs); !s.ok()) return s;
-  return Write(conn, batches);
+  // A pooled connection may have died since its last use (database restarted): when the first
+  // pipeline fails on a lost connection nothing was committed, so one retry on a fresh one is
+  // safe.
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<PGconn*> conn = Acquire();
+    if (!conn.ok()) return conn.status();
+    std::vector<pg::Statement> read;
+    read.push_back({"BEGIN", {}, "begin"});
+    LockJobs(read, keys);
+    std::vector<Result> results;
+    absl::Status s = pg::RunPipeline(*conn, read, &results);
+    if (!s.ok() && pg::ConnectionLost(*conn)) {
+      Release(*conn);
+      if (attempt == 0) continue;
+      return s;
+    }
+    std::map<JobKey, LockedJob> jobs;
+    if (s.ok()) {
+      ReadLockedJobs(keys, std::span<const Result>(results).subspan(1), jobs);
+      s = Validate(batches, jobs);
+    }
+    if (s.ok()) {
+      std::vector<pg::Statement> write;
+      Write(write, batches);
+      write.push_back({"COMMIT", {}, "commit"});
+      s = pg::RunPipeline(*conn, write, &results);
+      // A COMMIT that ran after a failed statement reports ROLLBACK, and the failure is s.
+    }
+    if (!s.ok() && !pg::ConnectionLost(*conn)) {
+      (void)pg::Exec(*conn, "ROLLBACK", "rollback");
+    }
+    Release(*conn);
+    return s;
+  }
 }
 
 absl::StatusOr<std::optional<JobRow>> PostgresStore::GetJob(const JobKey& key) {

@@ -10,7 +10,7 @@
 // touches (SELECT ... FOR UPDATE, in (tenant, job_id) order so two groups cannot deadlock)
 // and reads each job's last seq under that lock. The safety-net checks (job exists and is
 // open, seq == last seq + 1) therefore hold across replicas, not only within one; a group
-// whose seq another replica has taken fails with FAILED_PRECONDITION and writes nothing. The
+// whose seq another replica has taken fails with ABORTED and writes nothing. The
 // primary key (tenant, job_id, seq) of `updates` is the last line of defence.
 //
 // Connections: a pool of at most pool_size connections (one is the writer while Apply runs).
@@ -54,6 +54,7 @@ class PostgresStore final : public Store {
   ~PostgresStore() override;
 
   std::string_view Backend() const override { return "postgres"; }
+  bool Shared() const override { return true; }
   using Store::Apply;
   absl::Status Apply(std::span<const WriteBatch* const> batches) override;
   absl::StatusOr<std::optional<JobRow>> GetJob(const JobKey& key) override;
@@ -85,7 +86,6 @@ class PostgresStore final : public Store {
   absl::StatusOr<PGconn*> Acquire();
   void Release(PGconn* conn);
   absl::StatusOr<PGconn*> Connect();
-  absl::Status ApplyOnce(PGconn* conn, std::span<const WriteBatch* const> batches);
   // Runs `read` on a pooled connection; once more on a fresh one when the pooled connection
   // turned out to be dead (e.g. the database restarted since it was last used).
   template <typename T, typename F>

@@ -114,7 +114,7 @@ TEST_F(PostgresStoreTest, TwoReplicasCannotBothAppendTheSameSeq) {
   from_b.updates.push_back(Update({"t", "j"}, 1));
   from_b.updates.back().steps = "laplace:b=1,count=1";
   ASSERT_THAT(a->Apply(from_a), IsOk());
-  EXPECT_THAT(b->Apply(from_b), StatusIs(absl::StatusCode::kFailedPrecondition,
+  EXPECT_THAT(b->Apply(from_b), StatusIs(absl::StatusCode::kAborted,
                                          HasSubstr("does not follow last seq 1")));
   EXPECT_EQ((*b->GetUpdate({"t", "j"}, 1))->steps, from_a.updates[0].steps);
 }
@@ -146,7 +146,7 @@ TEST_F(PostgresStoreTest, ConcurrentReplicasKeepOneSerialOrder) {
         absl::Status s = stores[r]->Apply(b);
         if (s.ok()) {
           ++acked;
-        } else if (s.code() == absl::StatusCode::kFailedPrecondition) {
+        } else if (s.code() == absl::StatusCode::kAborted) {
           ++conflicts;
         } else {
           ++other;

@@ -117,6 +117,49 @@ inline absl::Status Exec(PGconn* conn, std::string_view sql, std::string_view wh
   return Exec(conn, sql, nullptr, what);
 }
 
+// One statement of a pipeline.
+struct Statement {
+  std::string sql;
+  Params params;
+  std::string_view what;  // for error messages
+};
+
+// Sends `statements` in one libpq pipeline (one round trip) and collects their results in
+// order. Returns the first statement's error; the server skips the statements after it (and
+// an explicit transaction is then aborted: the caller rolls back). Statements execute in
+// order, each with its own snapshot (READ COMMITTED), as if sent one by one.
+inline absl::Status RunPipeline(PGconn* conn, std::vector<Statement>& statements,
+                                std::vector<Result>* results) {
+  if (PQenterPipelineMode(conn) != 1) return Error(conn, nullptr, "enter pipeline mode");
+  for (Statement& st : statements) {
+    const char* const* values = st.params.values();
+    if (PQsendQueryParams(conn, st.sql.c_str(), st.params.size(), nullptr, values,
+                          st.params.lengths(), st.params.formats(), /*resultFormat=*/0) != 1) {
+      return Error(conn, nullptr, st.what);
+    }
+  }
+  if (PQpipelineSync(conn) != 1) return Error(conn, nullptr, "pipeline sync");
+  absl::Status first_error;
+  results->clear();
+  for (Statement& st : statements) {
+    Result res(PQgetResult(conn));
+    if (!res) return Error(conn, nullptr, st.what);  // connection lost
+    const ExecStatusType status = PQresultStatus(res.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && first_error.ok() &&
+        status != PGRES_PIPELINE_ABORTED) {
+      first_error = Error(conn, res.get(), st.what);
+    }
+    results->push_back(std::move(res));
+    while (PGresult* extra = PQgetResult(conn)) PQclear(extra);  // the NULL ending this query
+  }
+  Result sync(PQgetResult(conn));
+  if (!sync || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC) {
+    return Error(conn, sync.get(), "pipeline sync");
+  }
+  if (PQexitPipelineMode(conn) != 1) return Error(conn, nullptr, "exit pipeline mode");
+  return first_error;
+}
+
 // Text-format column readers.
 inline std::string Text(const PGresult* r, int row, int col) {
   return std::string(PQgetvalue(r, row, col), PQgetlength(r, row, col));

@@ -94,6 +94,7 @@ absl::StatusOr<ReleaseRow> LedgerService::Release(const Caller& caller, const Re
   // covers exactly this prefix (mc-evr.md 4.8: verify the released prefix).
   VerifyInput vin;
   int64_t ledger_seq = 0, num_steps = 0;
+  std::string ledger_head;  // the update chain head at ledger_seq (ledger_chain.h)
   std::optional<double> budget_curve_delta;  // adaptive jobs: their filter's guarantee
   std::string filter_name;
   {
@@ -115,6 +116,7 @@ absl::StatusOr<ReleaseRow> LedgerService::Release(const Caller& caller, const Re
     budget_curve_delta = entry.policy->BudgetCurveDelta(in.epsilon);
     filter_name = entry.row.accountant;
     ledger_seq = entry.last_seq;
+    ledger_head = entry.chain_head;
     vin.use_mc = options_.release_use_mc && entry.evr_rejected_at_seq != ledger_seq;
     num_steps = entry.num_steps;
     CommitTicketPtr tail = entry.tail;
@@ -176,13 +178,17 @@ absl::StatusOr<ReleaseRow> LedgerService::Release(const Caller& caller, const Re
   r.payload_size = static_cast<int64_t>(in.payload.size());
   r.ledger_seq = ledger_seq;
   r.num_steps = num_steps;
-  r.create_time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
   {
     std::unique_lock<std::mutex> lock;
     absl::StatusOr<EntryPtr> e = cache_.Acquire(key, lock);
     if (!e.ok()) return e.status();
+    // Stamped and chained under the job lock, so the release chain follows the store's
+    // listing order (create time, then insertion).
+    r.create_time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+    r.chain = ChainRelease((*e)->release_head, ledger_head, r);
+    (*e)->release_head = r.chain;
     WriteBatch batch;
     batch.releases.push_back(r);
     CommitTicketPtr ticket = committer_.Submit(std::move(batch));

@@ -32,6 +32,7 @@ absl::Status Server::OpenStore() {
     SqliteStoreOptions so;
     so.path = (std::filesystem::path(options.data_dir) / "ledger.db").string();
     so.full_check = options.full_integrity_check;
+    so.accept_data_loss = options.accept_data_loss;
     absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(so);
     if (!store.ok()) return store.status();
     spdlog::info("store=sqlite path={} schema_version={}", so.path, (*store)->schema_version());
@@ -75,6 +76,7 @@ void Server::WatchStore() {
     serving = ping.ok();
     health->SetServingStatus(serving);
     health->SetServingStatus("dpledger.v1.Ledger", serving);
+    metrics_->SetReady(serving);
     if (serving) {
       spdlog::info("store reachable again: health SERVING");
     } else {
@@ -211,6 +213,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
 
   s->ledger_ = std::make_unique<LedgerService>(s->store_.get(), options.ledger, s->metrics_.get());
+  if (options.replay_ledger) {
+    LedgerCheckStats stats;
+    const LedgerService& ledger = *s->ledger_;
+    if (absl::Status c = ReplaySpent(
+            *s->store_, [&](const JobRow& row) { return ledger.PolicyOptionsFor(row); }, &stats);
+        !c.ok()) {
+      return c;
+    }
+    spdlog::info("ledger replay ok jobs={} updates={}", stats.jobs, stats.updates);
+  }
   s->service_ = std::make_unique<GrpcLedgerService>(s->ledger_.get(), s->metrics_.get(),
                                                     initial_tokens, options.grpc, cert_map);
 
@@ -236,6 +248,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     health->SetServingStatus(true);
     health->SetServingStatus("dpledger.v1.Ledger", true);
   }
+  s->metrics_->SetReady(true);
   s->watcher_ = std::thread([srv = s.get()] { srv->WatchStore(); });
 
   if (!options.metrics_listen.empty()) {

@@ -47,6 +47,8 @@ struct ServerOptions {
   int max_message_bytes = 16 << 20;           // gRPC receive/send limit
   int shutdown_grace_ms = 10000;              // drain time for in-flight RPCs and streams
   bool full_integrity_check = false;          // PRAGMA integrity_check instead of quick_check
+  bool accept_data_loss = false;              // serve a store that lost acked data (store_mark.h)
+  bool replay_ledger = false;                 // ReplaySpent at start-up (ledger_check.h)
   bool check_ledger = true;                   // CheckLedgerConsistency at start-up
   LedgerOptions ledger;
   MetricsOptions metrics;

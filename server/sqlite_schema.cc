@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "server/store_mark.h"
 #include "server/ledger_types.h"
 #include "server/renyi_order.h"
 #include "server/sqlite_util.h"
@@ -93,13 +94,115 @@ absl::Status ClassifyLegacySchedules(sqlite3* db) {
   return absl::OkStatus();
 }
 
+// Migration 5's data step (issue 11: the tamper-evident ledger, ledger_chain.h). Rows
+// written before the chain existed are chained as they stand: they are trusted at migration
+// time (start-up checked them just before), so the chain proves nothing about edits made
+// before this migration, only about every change after it. Also gives the store its
+// identity (store_mark.h).
+absl::Status ChainExistingRows(sqlite3* db) {
+  std::vector<JobRow> jobs;
+  {
+    Stmt q(db, "SELECT tenant, job_id, budget_epsilon, budget_delta, neighbouring, accountant, "
+               "mc_seed, mc_num_samples, create_time_ms, schedule, admission, plan, rdp_order "
+               "FROM jobs ORDER BY tenant, job_id");
+    if (!q.status().ok()) return q.status();
+    int rc;
+    while ((rc = q.Step()) == SQLITE_ROW) {
+      JobRow j;
+      j.key = {q.Text(0), q.Text(1)};
+      j.budget_epsilon = q.Real(2);
+      j.budget_delta = q.Real(3);
+      j.neighbouring = static_cast<Neighbouring>(q.Int(4));
+      j.accountant = q.Text(5);
+      j.mc_seed = static_cast<uint64_t>(q.Int(6));
+      j.mc_num_samples = q.Int(7);
+      j.create_time_ms = q.Int(8);
+      j.schedule = static_cast<Schedule>(q.Int(9));
+      j.admission = static_cast<AdmissionKind>(q.Int(10));
+      j.plan = q.Text(11);
+      j.rdp_order = q.Real(12);
+      jobs.push_back(std::move(j));
+    }
+    if (rc != SQLITE_DONE) return Error(db, rc, "read jobs");
+  }
+  for (const JobRow& j : jobs) {
+    std::vector<std::string> heads = {ChainGenesis(j)};  // heads[seq]
+    std::vector<UpdateRow> rows;
+    {
+      Stmt u(db, "SELECT seq, steps, spent_lower, spent_estimate, spent_upper, guarantee, "
+                 "failure_probability, num_steps_after, commit_time_ms FROM updates "
+                 "WHERE tenant = ? AND job_id = ? ORDER BY seq");
+      if (!u.status().ok()) return u.status();
+      u.Bind(1, j.key.tenant).Bind(2, j.key.job_id);
+      int rc;
+      while ((rc = u.Step()) == SQLITE_ROW) {
+        UpdateRow r{j.key, u.Int(0), u.Text(1),
+                    core::EpsilonBound{u.Real(2), u.Real(3), u.Real(4),
+                                       static_cast<core::Guarantee>(u.Int(5)), u.Real(6)},
+                    u.Int(7), u.Int(8), ""};
+        if (r.seq != static_cast<int64_t>(heads.size())) {
+          return absl::DataLossError(absl::StrFormat("job '%s' seq %d follows seq %d",
+                                                     JobKeyString(j.key), r.seq,
+                                                     heads.size() - 1));
+        }
+        heads.push_back(ChainUpdate(heads.back(), r));
+      }
+      if (rc != SQLITE_DONE) return Error(db, rc, "read updates");
+    }
+    for (size_t seq = 1; seq < heads.size(); ++seq) {
+      Stmt w(db, "UPDATE updates SET chain = ? WHERE tenant = ? AND job_id = ? AND seq = ?");
+      w.Bind(1, heads[seq]).Bind(2, j.key.tenant).Bind(3, j.key.job_id)
+          .Bind(4, static_cast<int64_t>(seq));
+      if (absl::Status s = w.Run("chain update"); !s.ok()) return s;
+    }
+    std::vector<std::pair<int64_t, ReleaseRow>> releases;
+    {
+      Stmt r(db, "SELECT rowid, release_id, request_id, epsilon, delta, verifier, "
+                 "payload_sha256, ledger_seq, num_steps, create_time_ms FROM releases "
+                 "WHERE tenant = ? AND job_id = ? ORDER BY create_time_ms, rowid");
+      if (!r.status().ok()) return r.status();
+      r.Bind(1, j.key.tenant).Bind(2, j.key.job_id);
+      int rc;
+      while ((rc = r.Step()) == SQLITE_ROW) {
+        ReleaseRow x;
+        x.release_id = r.Text(1);
+        x.request_id = r.Text(2);
+        x.epsilon = r.Real(3);
+        x.delta = r.Real(4);
+        x.verifier = r.Text(5);
+        x.payload_sha256 = r.Text(6);
+        x.ledger_seq = r.Int(7);
+        x.num_steps = r.Int(8);
+        x.create_time_ms = r.Int(9);
+        releases.emplace_back(r.Int(0), std::move(x));
+      }
+      if (rc != SQLITE_DONE) return Error(db, rc, "read releases");
+    }
+    std::string prev = heads[0];
+    for (const auto& [rowid, x] : releases) {
+      if (x.ledger_seq < 0 || x.ledger_seq >= static_cast<int64_t>(heads.size())) {
+        return absl::DataLossError(absl::StrFormat(
+            "job '%s': release '%s' covers seq %d beyond the ledger", JobKeyString(j.key),
+            x.release_id, x.ledger_seq));
+      }
+      prev = ChainRelease(prev, heads[x.ledger_seq], x);
+      Stmt w(db, "UPDATE releases SET chain = ? WHERE rowid = ?");
+      w.Bind(1, prev).Bind(2, rowid);
+      if (absl::Status s = w.Run("chain release"); !s.ok()) return s;
+    }
+  }
+  Stmt id(db, "INSERT OR REPLACE INTO meta (key, value) VALUES ('store_id', ?)");
+  id.Bind(1, NewStoreId());
+  return id.Run("store identity");
+}
+
 struct Migration {
   std::string_view sql;
   absl::Status (*then)(sqlite3*) = nullptr;  // a data step in the same transaction
 };
 
 // Never edit a shipped migration: add a new one.
-constexpr std::array<Migration, 4> kMigrations = {{
+constexpr std::array<Migration, 5> kMigrations = {{
     // 1: the ledger.
     {R"sql(
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -181,6 +284,12 @@ ALTER TABLE jobs ADD COLUMN plan TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN rdp_order REAL NOT NULL DEFAULT 0;
 )sql",
      ClassifyLegacySchedules},
+    // 5: the ledger hash chain (ledger_chain.h) and the store's identity (store_mark.h).
+    {R"sql(
+ALTER TABLE updates ADD COLUMN chain TEXT NOT NULL DEFAULT '';
+ALTER TABLE releases ADD COLUMN chain TEXT NOT NULL DEFAULT '';
+)sql",
+     ChainExistingRows},
 }};
 
 }  // namespace

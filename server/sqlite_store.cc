@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "server/sqlite_schema.h"
 #include "server/sqlite_util.h"
+#include "spdlog/spdlog.h"
 
 namespace dpledger::server {
 namespace {
@@ -84,11 +86,12 @@ UpdateRow ReadUpdate(const Stmt& q) {
   u.spent.failure_probability = q.Real(8);
   u.num_steps_after = q.Int(9);
   u.commit_time_ms = q.Int(10);
+  u.chain = q.Text(11);
   return u;
 }
 constexpr std::string_view kUpdateColumns =
     "tenant, job_id, seq, steps, spent_lower, spent_estimate, spent_upper, guarantee, "
-    "failure_probability, num_steps_after, commit_time_ms";
+    "failure_probability, num_steps_after, commit_time_ms, chain";
 
 ReleaseRow ReadRelease(const Stmt& q) {
   ReleaseRow r;
@@ -119,12 +122,13 @@ ReleaseRow ReadRelease(const Stmt& q) {
   r.ledger_seq = q.Int(c++);
   r.num_steps = q.Int(c++);
   r.create_time_ms = q.Int(c++);
+  r.chain = q.Text(c++);
   return r;
 }
 constexpr std::string_view kReleaseColumns =
     "release_id, tenant, job_id, request_id, epsilon, delta, delta_est, tau, rho, guarantee, "
     "failure_probability, verifier, fallback, num_samples, seconds, backend, seed, delta_hat, "
-    "threshold, note, payload_sha256, payload, ledger_seq, num_steps, create_time_ms";
+    "threshold, note, payload_sha256, payload, ledger_seq, num_steps, create_time_ms, chain";
 
 std::string Sql(std::string_view fmt_prefix, std::string_view columns, std::string_view rest) {
   return absl::StrFormat("%s%s%s", std::string(fmt_prefix), std::string(columns),
@@ -160,7 +164,96 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStore
   absl::StatusOr<sqlite3*> r = OpenConnection(options, /*writer=*/false);
   if (!r.ok()) return r.status();
   store->read_db_ = *r;
+  store->path_ = options.path;
+  struct stat st;
+  if (::stat(options.path.c_str(), &st) != 0) {
+    return absl::UnavailableError(absl::StrFormat("cannot stat '%s': %s", options.path,
+                                                  std::strerror(errno)));
+  }
+  store->dev_ = st.st_dev;
+  store->ino_ = st.st_ino;
+  if (absl::Status s = store->CheckMark(options); !s.ok()) return s;
   return store;
+}
+
+absl::Status SqliteStore::CheckMark(const SqliteStoreOptions& options) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  StoreMark now;
+  {
+    Stmt q(write_db_, "SELECT (SELECT value FROM meta WHERE key = 'store_id'), "
+                      "(SELECT count(*) FROM jobs), (SELECT count(*) FROM updates), "
+                      "(SELECT count(*) FROM releases)");
+    if (!q.status().ok()) return q.status();
+    if (q.Step() != SQLITE_ROW) return Error(write_db_, sqlite3_errcode(write_db_), "read mark");
+    now.store_id = q.Text(0);
+    now.jobs = q.Int(1);
+    now.updates = q.Int(2);
+    now.releases = q.Int(3);
+  }
+  const std::string mark_path = options.path + ".mark";
+  std::optional<StoreMark> stored;
+  absl::StatusOr<std::unique_ptr<StoreMarkFile>> file = StoreMarkFile::Open(mark_path, &stored);
+  if (!file.ok()) return file.status();
+  mark_file_ = *std::move(file);
+  std::string lost;
+  if (!stored.has_value()) {
+    if (now.jobs > 0) {
+      spdlog::warn("store mark '{}' is missing beside a database with {} jobs: writing it "
+                   "(first start since the mark was introduced, or the mark was deleted)",
+                   mark_path, now.jobs);
+    }
+  } else if (stored->store_id != now.store_id) {
+    lost = absl::StrFormat(
+        "database '%s' is not the store its mark '%s' describes (store id '%s', the mark "
+        "says '%s'): the database was deleted, emptied or replaced, losing %d acknowledged "
+        "updates of %d jobs",
+        options.path, mark_path, now.store_id, stored->store_id, stored->updates,
+        stored->jobs);
+  } else if (now.updates < stored->updates || now.jobs < stored->jobs ||
+             now.releases < stored->releases) {
+    lost = absl::StrFormat(
+        "database '%s' holds %d updates of %d jobs and %d releases but %d updates of %d jobs "
+        "and %d releases were acknowledged (mark '%s'): the newest commits are lost (a WAL "
+        "deleted after a crash?)",
+        options.path, now.updates, now.jobs, now.releases, stored->updates, stored->jobs,
+        stored->releases, mark_path);
+  } else if (!stored->head.empty()) {
+    Stmt q(write_db_, "SELECT tenant, job_id, seq FROM updates WHERE chain = ? LIMIT 1");
+    q.Bind(1, stored->head);
+    const int rc = q.Step();
+    if (rc == SQLITE_DONE) {
+      lost = absl::StrFormat(
+          "database '%s' has no update with the newest acknowledged chain head %s (mark "
+          "'%s'): acknowledged updates were lost or rewritten",
+          options.path, stored->head, mark_path);
+    } else if (rc != SQLITE_ROW) {
+      return Error(write_db_, rc, "find newest head");
+    }
+  }
+  if (!lost.empty()) {
+    if (!options.accept_data_loss) {
+      return absl::DataLossError(absl::StrFormat(
+          "%s. Restore the data dir from a backup, or start with --accept-data-loss to serve "
+          "what is left",
+          lost));
+    }
+    spdlog::critical("ACCEPTING DATA LOSS (--accept-data-loss): {}", lost);
+  }
+  now.head = stored.has_value() && lost.empty() ? stored->head : "";
+  mark_ = now;
+  return mark_file_->Write(mark_);
+}
+
+absl::Status SqliteStore::CheckPath() const {
+  struct stat st;
+  if (::stat(path_.c_str(), &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_ ||
+      st.st_nlink == 0) {
+    return absl::DataLossError(absl::StrFormat(
+        "database file '%s' was deleted or replaced while the server runs: nothing more is "
+        "committed or acknowledged; restart to have the loss checked",
+        path_));
+  }
+  return absl::OkStatus();
 }
 
 SqliteStore::~SqliteStore() {
@@ -194,6 +287,7 @@ absl::Status SqliteStore::CheckIntegrity(bool full) {
 
 absl::Status SqliteStore::Apply(std::span<const WriteBatch* const> batches) {
   std::lock_guard<std::mutex> lock(write_mu_);
+  if (absl::Status s = CheckPath(); !s.ok()) return s;
   if (absl::Status s = Exec(write_db_, "BEGIN IMMEDIATE"); !s.ok()) return s;
   absl::Status s;
   for (const WriteBatch* b : batches) {
@@ -205,8 +299,16 @@ absl::Status SqliteStore::Apply(std::span<const WriteBatch* const> batches) {
     // After a failed COMMIT SQLite may already have rolled back; ROLLBACK then fails
     // harmlessly with "no transaction is active".
     (void)Exec(write_db_, "ROLLBACK");
+    return s;
   }
-  return s;
+  // The mark covers the group before it is acknowledged (store_mark.h).
+  for (const WriteBatch* b : batches) {
+    mark_.jobs += static_cast<int64_t>(b->new_jobs.size());
+    mark_.updates += static_cast<int64_t>(b->updates.size());
+    mark_.releases += static_cast<int64_t>(b->releases.size());
+    if (!b->updates.empty()) mark_.head = b->updates.back().chain;
+  }
+  return mark_file_->Write(mark_);
 }
 
 absl::Status SqliteStore::ApplyOne(const WriteBatch& batch) {
@@ -238,6 +340,19 @@ absl::Status SqliteStore::ApplyOne(const WriteBatch& batch) {
     }
   }
   for (const EvrMark& m : batch.evr_marks) {
+    if (m.expected) {
+      Stmt chk(write_db_, "SELECT evr_state FROM jobs WHERE tenant = ? AND job_id = ?");
+      chk.Bind(1, m.key.tenant).Bind(2, m.key.job_id);
+      if (!chk.status().ok()) return chk.status();
+      const int rc = chk.Step();
+      if (rc == SQLITE_DONE) {
+        return absl::NotFoundError(absl::StrFormat("job '%s' not found", JobKeyString(m.key)));
+      }
+      if (rc != SQLITE_ROW) return Error(write_db_, rc, "check evr state");
+      if (static_cast<EvrState>(chk.Int(0)) != *m.expected) {
+        return EvrStateChanged(m, static_cast<EvrState>(chk.Int(0)));
+      }
+    }
     Stmt q(write_db_, "UPDATE jobs SET evr_state = ?, evr_note = ? WHERE tenant = ? AND job_id = ?");
     q.Bind(1, static_cast<int>(m.state)).Bind(2, m.note).Bind(3, m.key.tenant)
         .Bind(4, m.key.job_id);
@@ -263,16 +378,12 @@ absl::Status SqliteStore::ApplyOne(const WriteBatch& batch) {
       return absl::FailedPreconditionError(
           absl::StrFormat("job '%s' is closed", JobKeyString(u.key)));
     }
-    if (u.seq != chk.Int(1) + 1) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "store: job '%s' update seq %d does not follow last seq %d", JobKeyString(u.key),
-          u.seq, chk.Int(1)));
-    }
-    Stmt q(write_db_, Sql("INSERT INTO updates (", kUpdateColumns, ") VALUES (?,?,?,?,?,?,?,?,?,?,?)"));
+    if (u.seq != chk.Int(1) + 1) return SeqDoesNotFollow(u, chk.Int(1));
+    Stmt q(write_db_, Sql("INSERT INTO updates (", kUpdateColumns, ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"));
     q.Bind(1, u.key.tenant).Bind(2, u.key.job_id).Bind(3, u.seq).Bind(4, u.steps)
         .Bind(5, u.spent.lower).Bind(6, u.spent.estimate).Bind(7, u.spent.upper)
         .Bind(8, static_cast<int>(u.spent.guarantee)).Bind(9, u.spent.failure_probability)
-        .Bind(10, u.num_steps_after).Bind(11, u.commit_time_ms);
+        .Bind(10, u.num_steps_after).Bind(11, u.commit_time_ms).Bind(12, u.chain);
     if (absl::Status s = q.Run("insert update"); !s.ok()) return s;
   }
   for (const ReleaseRow& r : batch.releases) {
@@ -282,7 +393,7 @@ absl::Status SqliteStore::ApplyOne(const WriteBatch& batch) {
       return absl::NotFoundError(absl::StrFormat("job '%s' not found", JobKeyString(r.key)));
     }
     Stmt q(write_db_, Sql("INSERT INTO releases (", kReleaseColumns,
-                          ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+                          ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
     q.Bind(1, r.release_id).Bind(2, r.key.tenant).Bind(3, r.key.job_id).Bind(4, r.request_id)
         .Bind(5, r.epsilon).Bind(6, r.delta).Bind(7, r.delta_est).Bind(8, r.tau).Bind(9, r.rho)
         .Bind(10, static_cast<int>(r.guarantee)).Bind(11, r.failure_probability)
@@ -290,7 +401,7 @@ absl::Status SqliteStore::ApplyOne(const WriteBatch& batch) {
         .Bind(15, r.seconds).Bind(16, r.backend).Bind(17, r.seed).Bind(18, r.delta_hat)
         .Bind(19, r.threshold).Bind(20, r.note).Bind(21, r.payload_sha256);
     q.BindBlob(22, r.payload);
-    q.Bind(23, r.ledger_seq).Bind(24, r.num_steps).Bind(25, r.create_time_ms);
+    q.Bind(23, r.ledger_seq).Bind(24, r.num_steps).Bind(25, r.create_time_ms).Bind(26, r.chain);
     if (absl::Status s = q.Run("insert release"); !s.ok()) {
       if (s.code() == absl::StatusCode::kAlreadyExists) {
         return absl::AlreadyExistsError(absl::StrFormat(

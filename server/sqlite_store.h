@@ -9,6 +9,12 @@
 // Open runs PRAGMA quick_check (integrity_check with `full_check`) and reports damage as
 // DATA_LOSS instead of serving from it.
 //
+// Store loss (store_mark.h): Open refuses with DATA_LOSS a database that has lost what its
+// mark "<path>.mark" says was acknowledged (unless accept_data_loss); Apply refuses to
+// commit once the database file is no longer the one opened (deleted or replaced), and
+// rewrites the mark after each commit group before returning OK.
+// The mark lives in "<path>.mark" (store_mark.h).
+//
 // Thread safety: one write connection (Apply, serialised by a mutex) and one read
 // connection (reads, serialised by another mutex); WAL lets readers run beside a commit.
 #pragma once
@@ -17,7 +23,10 @@
 #include <mutex>
 #include <string>
 
+#include <sys/types.h>
+
 #include "server/store.h"
+#include "server/store_mark.h"
 
 struct sqlite3;
 
@@ -27,10 +36,13 @@ struct SqliteStoreOptions {
   std::string path;            // database file; created when missing
   bool full_check = false;     // integrity_check instead of quick_check at Open
   int busy_timeout_ms = 5000;  // wait for a lock held by another process
+  // Serve a database that has lost acknowledged data (store_mark.h) instead of refusing;
+  // logs what was lost and rewrites the mark.
+  bool accept_data_loss = false;
 };
 
 // The newest schema version this binary writes.
-inline constexpr int kSqliteSchemaVersion = 4;
+inline constexpr int kSqliteSchemaVersion = 5;
 
 class SqliteStore final : public Store {
  public:
@@ -56,12 +68,23 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<ReleaseRow>> ListReleases(const JobKey& key) override;
   absl::StatusOr<int64_t> CountReleases(const JobKey& key) override;
   absl::Status CheckIntegrity(bool full) override;
+  // Readiness fails once the database file was deleted or replaced (CheckPath).
+  absl::Status Ping() override { return CheckPath(); }
 
   int schema_version() const { return schema_version_; }
+  const std::string& store_id() const { return mark_.store_id; }
 
  private:
   SqliteStore() = default;
   absl::Status ApplyOne(const WriteBatch& batch);
+  absl::Status CheckMark(const SqliteStoreOptions& options);  // at Open
+  absl::Status CheckPath() const;  // the database file is still the one opened
+
+  std::string path_;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  StoreMark mark_;  // guarded by write_mu_
+  std::unique_ptr<StoreMarkFile> mark_file_;
 
   std::mutex write_mu_;
   sqlite3* write_db_ = nullptr;

@@ -1,6 +1,7 @@
 // SQLite-specific behaviour: durability settings, persistence, migrations, corruption.
 #include "server/renyi_order.h"
 #include "server/sqlite_store.h"
+#include "server/ledger_check.h"
 
 #include <sqlite3.h>
 
@@ -147,7 +148,7 @@ INSERT INTO updates VALUES ('t', 'evrmixed', 1, 'gaussian:sigma=10,count=1;gauss
   sqlite3_close(db);
   absl::StatusOr<std::unique_ptr<SqliteStore>> s = SqliteStore::Open({.path = dir.file("l.db")});
   ASSERT_THAT(s, IsOk());
-  EXPECT_EQ((*s)->schema_version(), 4);
+  EXPECT_EQ((*s)->schema_version(), kSqliteSchemaVersion);
   auto job = [&](const char* id) { return **(*s)->GetJob({"t", id}); };
   EXPECT_EQ(job("same").schedule, Schedule::kDeclared);
   EXPECT_EQ(job("same").admission, AdmissionKind::kNatural);
@@ -165,6 +166,36 @@ INSERT INTO updates VALUES ('t', 'evrmixed', 1, 'gaussian:sigma=10,count=1;gauss
   EXPECT_EQ(job("evrmixed").admission, AdmissionKind::kEvr);
   EXPECT_EQ(job("evrmixed").evr_state, EvrState::kStopped);
   EXPECT_THAT(job("evrmixed").evr_note, ::testing::HasSubstr("mixes mechanisms"));
+}
+
+// Issue 11 (Hardening) defect 7: migration 5 chains the rows it finds (trusted at migration
+// time), so the start-up check passes on a migrated ledger and every later edit breaks it;
+// the store gets its identity.
+TEST(SqliteStore, MigrationFiveChainsExistingRows) {
+  testing::TempDir dir;
+  ASSERT_THAT(CreateSqliteSchemaForTest(dir.file("l.db"), 4), IsOk());
+  sqlite3* db = nullptr;
+  sqlite3_open(dir.file("l.db").c_str(), &db);
+  const char* sql = R"sql(
+INSERT INTO jobs VALUES ('t', 'j', 1.0, 1e-6, 1, 'pld', 0, 0, 1, 5, 0, 0, '', 1, 1, '', 0);
+INSERT INTO updates VALUES ('t', 'j', 1, 'gaussian:sigma=10,count=2', 0, 0, 0.1, 0, 0, 2, 5);
+INSERT INTO updates VALUES ('t', 'j', 2, 'gaussian:sigma=10,count=1', 0, 0, 0.2, 0, 0, 3, 6);
+INSERT INTO releases VALUES ('r1', 't', 'j', '', 1, 1e-3, 1e-3, 0.99, 0.995, 0, 0, 'v', 0, 0,
+  0, '', 0, 0, 0, '', '6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d', x'00', 1, 2, 7);
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  absl::StatusOr<std::unique_ptr<SqliteStore>> s = SqliteStore::Open({.path = dir.file("l.db")});
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ((*s)->store_id().size(), 32u);
+  const JobRow job = **(*s)->GetJob({"t", "j"});
+  const UpdateRow u1 = **(*s)->GetUpdate(job.key, 1);
+  const UpdateRow u2 = **(*s)->GetUpdate(job.key, 2);
+  EXPECT_EQ(u1.chain, ChainUpdate(ChainGenesis(job), u1));
+  EXPECT_EQ(u2.chain, ChainUpdate(u1.chain, u2));
+  const ReleaseRow r = **(*s)->GetRelease("r1");
+  EXPECT_EQ(r.chain, ChainRelease(ChainGenesis(job), u1.chain, r));
+  EXPECT_THAT(CheckLedgerConsistency(**s), IsOk());
 }
 
 TEST(SqliteStore, DamagedPagesAreDataLoss) {

@@ -2,7 +2,21 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_format.h"
+
 namespace dpledger::server {
+
+absl::Status SeqDoesNotFollow(const UpdateRow& u, int64_t last_seq) {
+  return absl::AbortedError(
+      absl::StrFormat("store: job '%s' update seq %d does not follow last seq %d",
+                      JobKeyString(u.key), u.seq, last_seq));
+}
+
+absl::Status EvrStateChanged(const EvrMark& m, EvrState stored) {
+  return absl::AbortedError(absl::StrFormat(
+      "store: job '%s' evr state is %d, not the expected %d", JobKeyString(m.key),
+      static_cast<int>(stored), static_cast<int>(*m.expected)));
+}
 
 std::vector<JobKey> WriteBatch::Jobs() const {
   std::vector<JobKey> out;

@@ -6,8 +6,12 @@
 // * Apply writes a group of batches in ONE atomic transaction and returns OK only once it is
 //   durable (SQLite: WAL commit with synchronous=FULL). On error nothing of the group is
 //   applied. Rows are validated as a safety net: a new job must not exist (ALREADY_EXISTS);
-//   an update's job must exist and be open and its seq must be the job's last seq + 1
-//   (FAILED_PRECONDITION otherwise); a release's job must exist.
+//   an update's job must exist and be open (FAILED_PRECONDITION) and its seq must be the
+//   job's last seq + 1 (ABORTED otherwise: the writer's view of the ledger is stale, e.g.
+//   another replica wrote first; re-read the rows after its last seq and decide again); an
+//   evr mark with `expected` set needs the job still in that state (ABORTED otherwise); a
+//   release's job must exist. Shared backends check all this inside the transaction, so it
+//   holds across processes.
 // * Reads see every group whose Apply returned OK.
 // * Thread safety: every method may be called from any thread; Apply calls are serialised by
 //   the caller (the group committer) but the backend must tolerate concurrent reads. A shared
@@ -40,6 +44,10 @@ struct EvrMark {
   JobKey key;
   EvrState state = EvrState::kIdle;
   std::string note;
+  // The state the writer saw. When set, the mark applies only if the job is still in it
+  // (ABORTED otherwise): with several replicas, two cannot both start a verification, and
+  // none admits after another one stopped the job.
+  std::optional<EvrState> expected = std::nullopt;
 };
 
 // Everything one service operation writes.
@@ -57,11 +65,18 @@ struct WriteBatch {
   std::vector<JobKey> Jobs() const;
 };
 
+// The row checks' ABORTED errors, worded alike by every backend.
+absl::Status SeqDoesNotFollow(const UpdateRow& u, int64_t last_seq);
+absl::Status EvrStateChanged(const EvrMark& m, EvrState stored);
+
 class Store {
  public:
   virtual ~Store() = default;
 
   virtual std::string_view Backend() const = 0;  // "sqlite", "memory", ...
+  // True when other processes may write to the same store (PostgreSQL shared by replicas):
+  // a cached view of a job must then be checked against the store before it is used.
+  virtual bool Shared() const { return false; }
 
   virtual absl::Status Apply(std::span<const WriteBatch* const> batches) = 0;
   absl::Status Apply(const WriteBatch& batch) {

@@ -119,7 +119,7 @@ TEST_P(StoreSuite, EvrMarksApplyAtomicallyWithUpdates) {
   WriteBatch bad;
   bad.evr_marks.push_back({j.key, EvrState::kIdle, ""});
   bad.updates.push_back(Update(j, 2, 1));
-  EXPECT_THAT(store_->Apply(bad), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("seq")));
+  EXPECT_THAT(store_->Apply(bad), StatusIs(absl::StatusCode::kAborted, HasSubstr("seq")));
   EXPECT_EQ((*store_->GetJob(j.key))->evr_state, EvrState::kVerifying);
 
   WriteBatch stop;
@@ -131,6 +131,41 @@ TEST_P(StoreSuite, EvrMarksApplyAtomicallyWithUpdates) {
   WriteBatch missing;
   missing.evr_marks.push_back({{"t", "nope"}, EvrState::kStopped, ""});
   EXPECT_THAT(store_->Apply(missing), StatusIs(absl::StatusCode::kNotFound, HasSubstr("nope")));
+}
+
+// Issue 12: a mark that expects a state the job has left (another replica changed it) is
+// refused with ABORTED and rolls back its whole group; one without `expected` applies.
+TEST_P(StoreSuite, EvrMarksWithAnExpectedStateApplyOnlyFromIt) {
+  JobRow j = Job("t", "e");
+  j.accountant = "evr";
+  WriteBatch create;
+  create.new_jobs.push_back(j);
+  ASSERT_THAT(store_->Apply(create), IsOk());
+  WriteBatch start;
+  start.evr_marks.push_back({j.key, EvrState::kVerifying, "", EvrState::kIdle});
+  ASSERT_THAT(store_->Apply(start), IsOk());
+  // A second verifier (another replica with a stale view) cannot start too.
+  WriteBatch second;
+  second.evr_marks.push_back({j.key, EvrState::kVerifying, "", EvrState::kIdle});
+  EXPECT_THAT(store_->Apply(second),
+              StatusIs(absl::StatusCode::kAborted, HasSubstr("not the expected 0")));
+  WriteBatch stop;
+  stop.evr_marks.push_back({j.key, EvrState::kStopped, "rejected", EvrState::kVerifying});
+  ASSERT_THAT(store_->Apply(stop), IsOk());
+  // After the stop, an admission from a stale view (idle -> verifying) and everything in its
+  // group are refused; the stop stays.
+  WriteBatch stale;
+  stale.updates.push_back(Update(j, 1, 1));
+  stale.evr_marks.push_back({j.key, EvrState::kVerifying, "", EvrState::kIdle});
+  EXPECT_THAT(store_->Apply(stale), StatusIs(absl::StatusCode::kAborted, HasSubstr("evr state")));
+  EXPECT_FALSE(store_->LastUpdate(j.key)->has_value());
+  EXPECT_EQ((*store_->GetJob(j.key))->evr_state, EvrState::kStopped);
+  // Marks in one group chain: the second expects what the first set.
+  WriteBatch chain;
+  chain.evr_marks.push_back({j.key, EvrState::kIdle, "", EvrState::kStopped});
+  chain.evr_marks.push_back({j.key, EvrState::kVerifying, "", EvrState::kIdle});
+  ASSERT_THAT(store_->Apply(chain), IsOk());
+  EXPECT_EQ((*store_->GetJob(j.key))->evr_state, EvrState::kVerifying);
 }
 
 TEST_P(StoreSuite, DuplicateJobFailsAndTheWholeGroupIsRolledBack) {
@@ -156,10 +191,11 @@ TEST_P(StoreSuite, UpdatesMustBeContiguousAndTheJobOpen) {
 
   WriteBatch gap;
   gap.updates.push_back(Update(j, 4, 3));
-  EXPECT_THAT(store_->Apply(gap), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("seq 4")));
+  EXPECT_THAT(store_->Apply(gap), StatusIs(absl::StatusCode::kAborted, HasSubstr("seq 4")));
   WriteBatch again;
   again.updates.push_back(Update(j, 2, 3));
-  EXPECT_FALSE(store_->Apply(again).ok());
+  EXPECT_THAT(store_->Apply(again),
+              StatusIs(absl::StatusCode::kAborted, HasSubstr("does not follow last seq 2")));
   WriteBatch orphan;
   orphan.updates.push_back(Update(Job("t", "nope"), 1, 1));
   EXPECT_THAT(store_->Apply(orphan), StatusIs(absl::StatusCode::kNotFound, HasSubstr("nope")));

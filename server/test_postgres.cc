@@ -139,15 +139,7 @@ absl::StatusOr<std::unique_ptr<TestPostgres>> TestPostgres::Start() {
   if (pg->switch_user_ && ::chown(pg->dir_.c_str(), pg->uid_, pg->gid_) != 0) {
     return absl::UnavailableError(absl::StrFormat("chown '%s' failed", pg->dir_));
   }
-  // --no-sync: initdb's own files need no fsync for a throwaway cluster; the server below
-  // runs with fsync=on, so commits are flushed as in production.
-  if (absl::Status s = RunAs({pg->bin_dir_ + "/initdb", "-D", pg->dir_ + "/data", "-U", "dpledger",
-                              "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync",
-                              "--no-instructions"},
-                             pg->switch_user_, pg->uid_, pg->gid_, pg->dir_ + "/initdb.log");
-      !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = pg->InitDataDir(base && *base ? base : "/tmp"); !s.ok()) return s;
   for (int attempt = 0;; ++attempt) {
     pg->port_ = PickFreePort();
     absl::Status s = pg->Spawn();
@@ -156,6 +148,36 @@ absl::StatusOr<std::unique_ptr<TestPostgres>> TestPostgres::Start() {
     (void)pg->Stop(/*immediate=*/true);
     if (attempt == 4) return s;  // else the port was taken meanwhile: another one
   }
+}
+
+// initdb takes seconds; a copy of a cluster made once takes a fraction of one. The template
+// sits beside the instances' directories, named for the binaries' version and the initdb
+// options (bump kTemplateVersion when they change), and is published by an atomic rename, so
+// concurrent test processes either find a complete one or make their own.
+absl::Status TestPostgres::InitDataDir(const std::string& tmp) {
+  constexpr int kTemplateVersion = 1;
+  const std::string tmpl = absl::StrFormat(
+      "%s/dpledger-pg-template-v%d-%s-uid%d", tmp, kTemplateVersion,
+      fs::path(bin_dir_).parent_path().filename().string(),
+      static_cast<int>(switch_user_ ? uid_ : ::geteuid()));
+  if (!fs::exists(tmpl + "/data/PG_VERSION")) {
+    const std::string staging = dir_ + "/template";
+    // --no-sync: initdb's own files need no fsync for a throwaway cluster; the server runs
+    // with fsync=on, so commits are flushed as in production.
+    if (absl::Status s = RunAs({bin_dir_ + "/initdb", "-D", staging + "/data", "-U", "dpledger",
+                                "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync",
+                                "--no-instructions"},
+                               switch_user_, uid_, gid_, dir_ + "/initdb.log");
+        !s.ok()) {
+      return s;
+    }
+    std::error_code ec;
+    fs::rename(staging, tmpl, ec);  // fails harmlessly when another process published first
+    if (ec) fs::remove_all(staging, ec);
+  }
+  // As the server's user, so the copy belongs to it; -a keeps the 0700 modes initdb set.
+  return RunAs({"/bin/cp", "-a", tmpl + "/data", dir_ + "/data"}, switch_user_, uid_, gid_,
+               dir_ + "/initdb.log");
 }
 
 absl::StatusOr<TestPostgres*> TestPostgres::Shared() {
@@ -184,7 +206,9 @@ absl::Status TestPostgres::Spawn() {
   absl::StatusOr<pid_t> pid = SpawnAs(
       {bin_dir_ + "/postgres", "-D", dir_ + "/data", "-p", std::to_string(port_), "-k", dir_,
        "-c", "listen_addresses=127.0.0.1", "-c", "fsync=on", "-c", "synchronous_commit=on",
-       "-c", "max_connections=200", "-c", "log_min_messages=warning"},
+       "-c", "max_connections=200", "-c", "log_min_messages=warning",
+       // Small, and no /dev/shm (64 MiB in containers) for parallel test processes.
+       "-c", "shared_buffers=32MB", "-c", "dynamic_shared_memory_type=mmap"},
       switch_user_, uid_, gid_, dir_ + "/postgres.log");
   if (!pid.ok()) return pid.status();
   pid_ = *pid;

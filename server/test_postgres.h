@@ -2,7 +2,8 @@
 // temporary directory, then `postgres` on 127.0.0.1 with a free port (and its socket in that
 // directory), fsync=on, trust authentication for the superuser "dpledger". Stopped and
 // removed when the object goes away; the server also dies with the process that started it
-// (PR_SET_PDEATHSIG), so a crashed test leaves no server behind (only its directory).
+// (PR_SET_PDEATHSIG), so a crashed test leaves no server behind (only its directory). The
+// cluster is a copy of one that initdb made once (a template kept in the temp directory).
 //
 // initdb refuses to run as root: as root the server runs as the `postgres` system user that
 // Debian's postgresql package creates. Binaries come from /usr/lib/postgresql/<newest>/bin.
@@ -49,6 +50,8 @@ class TestPostgres {
 
  private:
   TestPostgres() = default;
+  // data/ in dir_: a copy of a cluster initdb made once per machine (tmp/dpledger-pg-template-*).
+  absl::Status InitDataDir(const std::string& tmp);
   absl::Status Spawn();
   absl::Status WaitReady();
 

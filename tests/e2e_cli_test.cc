@@ -74,6 +74,9 @@ TEST_F(CliTest, ServiceCommandsPrintTheContractedJson) {
                         "gaussian:sigma=20", "--json"});
   EXPECT_EQ(retry["admitted"], true);
   EXPECT_EQ(retry["epsilon"]["upper"], step["epsilon"]["upper"]);
+  // Issue 11: acks carry the ledger chain head at last_seq; a retry's is the original's.
+  EXPECT_EQ(step["chain_head"].get<std::string>().size(), 64u);
+  EXPECT_EQ(retry["chain_head"], step["chain_head"]);
 
   // A refused step exits 0 with "admitted": false.
   Json refused =
@@ -83,10 +86,12 @@ TEST_F(CliTest, ServiceCommandsPrintTheContractedJson) {
   EXPECT_EQ(refused["refusal_kind"], "plan");  // issue 10: off the declared plan
   ExpectBound(refused["epsilon"]);
   EXPECT_EQ(refused["epsilon"]["upper"], step["epsilon"]["upper"]);  // unchanged
+  EXPECT_EQ(refused["chain_head"], step["chain_head"]);                // so is the head
 
   job = CliJson({"job", "get", "--job", "cli-job", "--json"});
   EXPECT_EQ(job["num_steps"], 101);
   EXPECT_EQ(job["last_seq"], 1);
+  EXPECT_EQ(job["chain_head"], step["chain_head"]);
 
   // spent --json has the shape of the offline `account --json` on the same ledger.
   Json spent = CliJson({"spent", "--job", "cli-job", "--delta", "1e-9", "--json"});

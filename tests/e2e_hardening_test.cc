@@ -18,6 +18,9 @@
 #include "core/util/test_support.h"
 #include "tests/e2e_fixture.h"
 
+// Server configs are written as designated initializers naming only what matters.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 namespace dpledger::e2e {
 namespace {
 

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/mechanisms/mechanism.h"
+#include "core/util/deadline.h"
 
 namespace dpledger::core {
 
@@ -84,10 +85,17 @@ class Accountant {
   // default; never part of the answer itself.
   virtual std::vector<AnswerDiagnostic> LastDiagnostics() const { return {}; }
 
-  // The most wall time, in seconds, the next queries may spend where this accountant can
-  // stop early (0: no cap). Only the MC accountant has such work (sample growth, pool
-  // builds: core/mc/mc_accountant.h max_seconds); the others ignore it.
-  virtual void SetQueryTimeCap(double /*seconds*/) {}
+  // The most wall time, in seconds, each following Compose / EpsilonForDelta /
+  // DeltaForEpsilon may spend (0 or less: no cap). Every accountant checks it in its
+  // long work (grid refinements, searches, quadrature, pool builds) and returns
+  // DEADLINE_EXCEEDED naming what it stopped (the ledger unchanged for Compose)
+  // when the cap passes; the MC accountant instead stops growing its pools and
+  // answers with the larger error (core/mc/mc_accountant.h max_seconds); PLD keeps
+  // the last grid's certified interval when a finer one is cut short. The analytic
+  // accountant's work is O(1) per call. The cap restarts with each call; Clone
+  // copies it.
+  virtual void SetQueryTimeCap(double seconds) { query_time_cap_ = seconds; }
+  double query_time_cap() const { return query_time_cap_; }
 
   // Bytes held in caches that are worth keeping between queries (the MC
   // accountant's sample pools); 0 for accountants whose state is cheap to rebuild.
@@ -106,7 +114,13 @@ class Accountant {
   virtual absl::StatusOr<EpsilonBound> ComputeEpsilon(double delta) const = 0;
   virtual absl::StatusOr<DeltaBound> ComputeDelta(double epsilon) const = 0;
 
+  // The deadline of the call in progress (started from the query time cap when
+  // Compose, EpsilonForDelta or DeltaForEpsilon was entered).
+  const Deadline& deadline() const { return deadline_; }
+
  private:
+  double query_time_cap_ = 0;
+  mutable Deadline deadline_;
   std::vector<MechanismEvent> events_;
   int64_t num_steps_ = 0;
 };

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 
 #include "core/accountants/accountant.h"
 
@@ -24,8 +25,14 @@ EpsilonBracket GaussianEpsilon(double mu, double delta);
 // Certified intervals for mu-GDP (mu > 0), shared by every accountant that
 // answers a pure Gaussian ledger exactly. delta in (0, 1); epsilon >= 0. The
 // delta upper end never underflows to 0 (it is at least the smallest subnormal).
+// mu >= 0 may be as small as the double range allows (sigma up to 1e308, issue
+// 11): delta(eps) <= delta(0) <= mu / sqrt(2 pi), which bounds both answers there.
 EpsilonBound GaussianEpsilonBound(double mu, double delta);
 DeltaBound GaussianDeltaBound(double mu, double epsilon);
+
+// mu = sqrt(sum_i count_i / normalized_noise_i^2) of a ledger of Gaussian steps,
+// without under- or overflow for noise up to the double range.
+double GaussianLedgerMu(std::span<const MechanismEvent> events);
 
 class AnalyticGaussianAccountant final : public Accountant {
  public:

@@ -51,6 +51,30 @@ std::string DeltaUncertifiedWhy(double epsilon, const std::array<EeaiDirection, 
       epsilon, w.error_x, w.error_y, std::string(DirectionName(w.direction)));
 }
 
+// Basic composition: the ledger's largest possible total loss over both
+// directions, sum_i count_i * max_d sup L_i,d (+inf when a loss is unbounded).
+// delta(eps) = 0 at and above it (Dwork-Roth Thm 3.16 for pure DP; in general the
+// loss never exceeds it), so it is a certified epsilon upper bound.
+double MaxTotalLoss(std::span<const MechanismEvent> events) {
+  double total = 0;
+  for (const MechanismEvent& e : events) {
+    double worst = 0;
+    for (Direction d : kDirections) worst = std::max(worst, MakePlrv(e.mechanism, d)->LossMax());
+    total += static_cast<double>(e.count) * worst;
+  }
+  return std::isnan(total) ? kInf : total;
+}
+
+// Why the Edgeworth series gives no number for this ledger (issue 11: e.g. a
+// pure_dp step with epsilon = 700 has a loss variance of ~1e-298 nats^2 and
+// standardised cumulants past the double range).
+std::string SeriesUndefinedWhy(const absl::Status& s) {
+  return absl::StrFormat(
+      "the edgeworth accountant cannot handle this ledger: its Edgeworth expansion is not "
+      "a number in double precision (%s); use the pld accountant",
+      std::string(s.message()));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Accountant>> CreateEdgeworthAccountant(
@@ -72,9 +96,19 @@ std::unique_ptr<Accountant> EdgeworthAccountant::Clone() const {
 }
 
 absl::Status EdgeworthAccountant::CheckSupported(const Mechanism& m) const {
-  if (m.kind() == MechanismKind::kApproxDp && m.delta() > 0) {
-    return EdgeworthPllrPair(m, Direction::kRemove).status();
+  // The records are computed here, where an error can still refuse the step (a
+  // mechanism whose cumulants are not finite in double precision, issue 11), and
+  // cached for OnLedgerChanged.
+  const std::string key = m.ToSpec();
+  if (record_cache_.count(key) > 0) return absl::OkStatus();
+  DPL_RETURN_IF_ERROR(deadline().Check("edgeworth: cumulants of a new mechanism"));
+  std::array<PllrPair, 2> pairs;
+  for (int d = 0; d < 2; ++d) {
+    absl::StatusOr<PllrPair> pair = EdgeworthPllrPair(m, kDirections[d]);
+    if (!pair.ok()) return pair.status();
+    pairs[d] = *pair;
   }
+  record_cache_.emplace(key, pairs);
   return absl::OkStatus();
 }
 
@@ -85,18 +119,8 @@ void EdgeworthAccountant::OnLedgerChanged() {
   // records stay valid; anything else (never expected) recomputes them all.
   if (records_.size() > events.size()) records_.clear();
   for (size_t i = records_.size(); i < events.size(); ++i) {
-    const Mechanism& m = events[i].mechanism;
-    const std::string key = m.ToSpec();
-    auto it = record_cache_.find(key);
-    if (it == record_cache_.end()) {
-      std::array<PllrPair, 2> pairs;
-      for (int d = 0; d < 2; ++d) {
-        auto pair = EdgeworthPllrPair(m, kDirections[d]);
-        DPL_CHECK_OK(pair.status());  // CheckSupported admitted only mechanisms with records
-        pairs[d] = *pair;
-      }
-      it = record_cache_.emplace(key, pairs).first;
-    }
+    auto it = record_cache_.find(events[i].mechanism.ToSpec());
+    DPL_CHECK(it != record_cache_.end());  // CheckSupported cached every composed mechanism
     records_.push_back(it->second);
   }
 }
@@ -157,11 +181,25 @@ absl::StatusOr<EpsilonBound> EdgeworthAccountant::ComputeEpsilon(double delta) c
   const LedgerSums& s = Sums();
   if (s.all_gaussian) {
     // Exact (S2.1): every Edgeworth order equals the mu-GDP closed form.
-    return GaussianEpsilonBound(std::sqrt(s.gaussian_mu2), delta);
+    return GaussianEpsilonBound(GaussianLedgerMu(events()), delta);
   }
   const auto aea = AeaDirections();
-  DPL_ASSIGN_OR_RETURN(const double estimate,
-                       AeaEpsilon(delta, aea, options_.order, clamp()));
+  absl::StatusOr<double> aea_epsilon = AeaEpsilon(delta, aea, options_.order, clamp());
+  if (aea_epsilon.status().code() == absl::StatusCode::kInternal) {
+    // Not a number: answer with basic composition where the losses are bounded.
+    const double basic = MaxTotalLoss(events());
+    if (!std::isfinite(basic)) {
+      return absl::FailedPreconditionError(SeriesUndefinedWhy(aea_epsilon.status()));
+    }
+    diagnostics_.push_back({"method", std::string("basic composition (edgeworth series not a "
+                                                  "number in double precision)")});
+    return EpsilonBound{0, basic, basic, Guarantee::kCertified, 0};
+  }
+  if (!aea_epsilon.ok()) return aea_epsilon.status();
+  const double estimate = *aea_epsilon;
+  // Each stage is bounded (a 401-point AEA scan, a 4000-interval EEAI scan); the
+  // cap is checked between them.
+  DPL_RETURN_IF_ERROR(deadline().Check("edgeworth: epsilon"));
   const auto eeai = EeaiDirections();
   const EpsilonInterval cert = EeaiEpsilon(delta, eeai);
   if (std::isfinite(cert.upper)) {
@@ -176,8 +214,11 @@ absl::StatusOr<EpsilonBound> EdgeworthAccountant::ComputeEpsilon(double delta) c
         delta, why, options_.order, estimate, cert.lower));
   }
   diagnostics_.push_back({std::string(kUncertifiedReason), why});
-  // The EEAI lower end stays a valid bound; no upper bound is known.
-  const double est = clamp() ? std::max(estimate, cert.lower) : estimate;
+  // The EEAI lower end stays a valid bound; no upper bound is known. Nor can the
+  // truth exceed the largest total loss (issue 11: laplace:scale=0.001 estimated
+  // 1011.8 nats with every loss at most 1000).
+  const double est =
+      clamp() ? std::min(std::max(estimate, cert.lower), MaxTotalLoss(events())) : estimate;
   return EpsilonBound{cert.lower, est, kInf, Guarantee::kEstimate, 0};
 }
 
@@ -185,15 +226,17 @@ absl::StatusOr<DeltaBound> EdgeworthAccountant::ComputeDelta(double epsilon) con
   diagnostics_.clear();
   const LedgerSums& s = Sums();
   if (s.all_gaussian) {
-    return GaussianDeltaBound(std::sqrt(s.gaussian_mu2), epsilon);
+    return GaussianDeltaBound(GaussianLedgerMu(events()), epsilon);
   }
   const auto aea = AeaDirections();
   double estimate = AeaDelta(epsilon, aea, options_.order, clamp());
   if (std::isnan(estimate)) {
-    return absl::InternalError(
-        absl::StrFormat("edgeworth: delta_AEA(epsilon=%g) is not a number", epsilon));
+    if (epsilon >= MaxTotalLoss(events())) return DeltaBound{0, 0, 0, Guarantee::kCertified, 0};
+    return absl::FailedPreconditionError(SeriesUndefinedWhy(absl::InternalError(
+        absl::StrFormat("delta_AEA(epsilon=%g) is not a number", epsilon))));
   }
   if (clamp()) estimate = std::clamp(estimate, 0.0, 1.0);
+  DPL_RETURN_IF_ERROR(deadline().Check("edgeworth: delta"));
   const auto eeai = EeaiDirections();
   const DeltaInterval cert = EeaiDelta(epsilon, eeai);
   if (cert.upper < 1) {

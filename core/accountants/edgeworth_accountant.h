@@ -122,7 +122,8 @@ class EdgeworthAccountant final : public Accountant {
   // Moment records per ledger event (remove, add), aligned with events().
   std::vector<std::array<PllrPair, 2>> records_;
   // Records by mechanism spec, so repeated mechanisms integrate once.
-  std::map<std::string, std::array<PllrPair, 2>> record_cache_;
+  // Filled by CheckSupported (const), hence mutable.
+  mutable std::map<std::string, std::array<PllrPair, 2>> record_cache_;
   mutable std::optional<LedgerSums> sums_;
   mutable std::vector<AnswerDiagnostic> diagnostics_;  // of the last answer
 };

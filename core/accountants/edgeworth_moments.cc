@@ -198,7 +198,10 @@ PllrMoments LaplaceImpl(double p, double mu, bool under_q) {
   // there (issue 5 audit: the NaN moments it caused read as a certified 0).
   auto g = [p](double l) {
     const double v = p * std::expm1(l);
-    return v > -0.5 ? std::log1p(v) : LogAddExp(std::log1p(-p), std::log(p) + l);
+    // expm1 overflows past l ~ 709 (scale near its 0.001 floor, issue 11): the
+    // log-sum form is exact there too.
+    return v > -0.5 && std::isfinite(v) ? std::log1p(v)
+                                        : LogAddExp(std::log1p(-p), std::log(p) + l);
   };
   const double lo = g(-mu), hi = g(mu);
   const double e = std::exp(-mu);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "core/accountants/analytic_gaussian.h"
 #include "core/accountants/pld_engine.h"
 
 namespace dpledger::core {
@@ -12,6 +13,10 @@ namespace {
 
 // Answers remembered per ledger state (queries at a handful of deltas are typical).
 constexpr size_t kMaxMemo = 32;
+// Gaussian noise multipliers from which a step is accounted by its delta(0) bound
+// alone (mu <= 1e-100: every grid would be far too coarse to see it).
+constexpr double kNegligibleSigma = 1e100;
+constexpr double kInvSqrt2Pi = 0.3989422804014327;
 
 class PldAccountant final : public Accountant {
  public:
@@ -42,22 +47,26 @@ class PldAccountant final : public Accountant {
     diagnostics_.clear();
     absl::Status s = CheckInfiniteMass(delta);
     if (!s.ok()) return s;
-    absl::StatusOr<PldInterval> rem = engine_.Epsilon(events(), Direction::kRemove, delta);
-    if (!rem.ok()) return rem.status();
-    double lower = rem->lower, upper = rem->upper;
-    PldInterval worst = *rem;
-    if (Asymmetric()) {
-      absl::StatusOr<PldInterval> add =
-          engine_.Epsilon(events(), Direction::kAdd, delta, rem->lower);
-      if (!add.ok()) return add.status();
-      lower = std::max(lower, add->lower);
-      upper = std::max(upper, add->upper);
-      if (add->upper > rem->upper) worst = *add;
+    engine_.SetDeadline(deadline());
+    const Split split = SplitNegligible();
+    absl::StatusOr<EpsilonBound> b;
+    PldInterval worst;
+    if (split.negligible_delta > 1e-3 * delta) {
+      b = EpsilonOn(events(), delta, delta, &worst);
+    } else if (split.rest.empty()) {
+      // delta(0) of the whole ledger is at most negligible_delta <= delta.
+      b = EpsilonBound{0, 0, 0, Guarantee::kCertified, 0};
+    } else {
+      // Composition: the ledger is (eps_R(delta - d), delta)-DP with d the Gaussians'
+      // delta at 0 (eps 0); leaving them out is post-processing, so eps_R(delta) stays
+      // a lower bound. A d below rounding of delta is below the engine's own allowance.
+      b = EpsilonOn(split.rest, delta, delta - split.negligible_delta, &worst);
     }
-    EpsilonBound b{lower, 0.5 * (lower + upper), upper, Guarantee::kCertified, 0};
-    NotePrecision(worst, lower, upper, options_.relative_accuracy);
+    if (!b.ok()) return b.status();
+    NotePrecision(worst, b->lower, b->upper, options_.relative_accuracy);
+    if (deadline().Expired()) return b;  // possibly cut short: not worth remembering
     if (epsilon_memo_.size() >= kMaxMemo) epsilon_memo_.erase(epsilon_memo_.begin());
-    epsilon_memo_.push_back({delta, b, diagnostics_});
+    epsilon_memo_.push_back({delta, *b, diagnostics_});
     return b;
   }
 
@@ -69,26 +78,92 @@ class PldAccountant final : public Accountant {
       }
     }
     diagnostics_.clear();
-    absl::StatusOr<PldInterval> rem = engine_.Delta(events(), Direction::kRemove, epsilon);
-    if (!rem.ok()) return rem.status();
-    double lower = rem->lower, upper = rem->upper;
-    PldInterval worst = *rem;
-    if (Asymmetric()) {
-      absl::StatusOr<PldInterval> add =
-          engine_.Delta(events(), Direction::kAdd, epsilon, rem->lower);
-      if (!add.ok()) return add.status();
-      lower = std::max(lower, add->lower);
-      upper = std::max(upper, add->upper);
-      if (add->upper > rem->upper) worst = *add;
+    engine_.SetDeadline(deadline());
+    const Split split = SplitNegligible();
+    // As in ComputeEpsilon: delta_R(eps) <= delta(eps) <= delta_R(eps) + d.
+    const bool drop = split.rest.size() < events().size();
+    const std::span<const MechanismEvent> ledger = drop ? split.rest : events();
+    DeltaBound b{0, 0, 0, Guarantee::kCertified, 0};
+    PldInterval worst;
+    if (!ledger.empty()) {
+      absl::StatusOr<PldInterval> rem = engine_.Delta(ledger, Direction::kRemove, epsilon);
+      if (!rem.ok()) return rem.status();
+      b.lower = rem->lower;
+      b.upper = rem->upper;
+      worst = *rem;
+      if (AsymmetricLedger(ledger)) {
+        absl::StatusOr<PldInterval> add =
+            engine_.Delta(ledger, Direction::kAdd, epsilon, rem->lower);
+        if (!add.ok()) return add.status();
+        b.lower = std::max(b.lower, add->lower);
+        b.upper = std::max(b.upper, add->upper);
+        if (add->upper > rem->upper) worst = *add;
+      }
     }
-    DeltaBound b{lower, 0.5 * (lower + upper), upper, Guarantee::kCertified, 0};
-    NotePrecision(worst, lower, upper, options_.delta_relative_accuracy);
+    if (drop) b.upper = std::min(1.0, b.upper + split.negligible_delta);
+    b.estimate = 0.5 * (b.lower + b.upper);
+    NotePrecision(worst, b.lower, b.upper, options_.delta_relative_accuracy);
+    if (deadline().Expired()) return b;  // possibly cut short: not worth remembering
     if (delta_memo_.size() >= kMaxMemo) delta_memo_.erase(delta_memo_.begin());
     delta_memo_.push_back({epsilon, b, diagnostics_});
     return b;
   }
 
  private:
+  // Plain Gaussian steps with noise near the double range (sigma ~ 1e300): their
+  // delta at epsilon 0 is at most mu / sqrt(2 pi) (analytic_gaussian.h), ~1e-300,
+  // but counted as steps they shrank every grid (issue 11: `remaining` with
+  // sigma = 1e300 probed up to 2^40 such steps, 230 s of ever finer grids).
+  struct Split {
+    std::vector<MechanismEvent> rest;  // the other events, in order
+    double negligible_delta = 0;       // delta(0) bound of the Gaussians left out
+  };
+  Split SplitNegligible() const {
+    Split split;
+    std::vector<MechanismEvent> gaussians;
+    for (const MechanismEvent& e : events()) {
+      const Mechanism& m = e.mechanism;
+      const bool plain = m.kind() == MechanismKind::kGaussian ||
+                         (m.kind() == MechanismKind::kSubsampledGaussian && m.sampling_rate() == 1);
+      (plain && m.normalized_noise() >= kNegligibleSigma ? gaussians : split.rest).push_back(e);
+    }
+    split.negligible_delta = GaussianLedgerMu(gaussians) * kInvSqrt2Pi;
+    return split;
+  }
+
+  // Certified epsilon of `ledger` (both directions): the lower end at delta_lower,
+  // the upper end at delta_upper <= delta_lower (one computation when equal). `worst`: the
+  // interval whose upper end is the answer's (for the precision diagnostics).
+  absl::StatusOr<EpsilonBound> EpsilonOn(std::span<const MechanismEvent> ledger,
+                                         double delta_lower, double delta_upper,
+                                         PldInterval* worst) const {
+    absl::StatusOr<PldInterval> at_upper = Interval(ledger, delta_upper);
+    if (!at_upper.ok()) return at_upper.status();
+    *worst = *at_upper;
+    double lower = at_upper->lower;
+    const double upper = at_upper->upper;
+    if (delta_lower != delta_upper) {
+      absl::StatusOr<PldInterval> at_lower = Interval(ledger, delta_lower);
+      if (!at_lower.ok()) return at_lower.status();
+      lower = std::min(at_lower->lower, upper);
+    }
+    return EpsilonBound{lower, 0.5 * (lower + upper), upper, Guarantee::kCertified, 0};
+  }
+
+  // Both directions' certified epsilon at delta (the worse of each end; the grid figures of
+  // the direction with the larger upper end).
+  absl::StatusOr<PldInterval> Interval(std::span<const MechanismEvent> ledger,
+                                       double delta) const {
+    absl::StatusOr<PldInterval> rem = engine_.Epsilon(ledger, Direction::kRemove, delta);
+    if (!rem.ok() || !AsymmetricLedger(ledger)) return rem;
+    absl::StatusOr<PldInterval> add = engine_.Epsilon(ledger, Direction::kAdd, delta, rem->lower);
+    if (!add.ok()) return add.status();
+    PldInterval out = add->upper > rem->upper ? *add : *rem;
+    out.lower = std::max(rem->lower, add->lower);
+    out.upper = std::max(rem->upper, add->upper);
+    return out;
+  }
+
   // The precision the answer reached and, when short of the target, which cap
   // stopped the refinement (pld_precision.h). `worst` is the direction whose upper
   // end is the answer's. Memoised answers keep the diagnostics of their first query.
@@ -107,11 +182,10 @@ class PldAccountant final : public Accountant {
     }
   }
 
-  bool Asymmetric() const {
-    return std::any_of(events().begin(), events().end(),
+  static bool AsymmetricLedger(std::span<const MechanismEvent> ledger) {
+    return std::any_of(ledger.begin(), ledger.end(),
                        [](const MechanismEvent& e) { return !e.mechanism.is_symmetric(); });
   }
-
   // Approximate-DP events put probability 1 - prod (1 - delta_e)^count on an
   // infinite loss; no epsilon reaches a delta at or below that.
   absl::Status CheckInfiniteMass(double delta) const {

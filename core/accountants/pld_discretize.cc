@@ -158,7 +158,18 @@ absl::StatusOr<StepDiscretization> DiscretizeStep(const Plrv& plrv, double h, do
     if (!l.ok()) return l.status();
     y_lo = *l;
   }
-  const double span = (y_hi - y_lo) / h;
+  double span = (y_hi - y_lo) / h;
+  if (!(span < static_cast<double>(max_points)) && std::isfinite(plrv.LossMin())) {
+    // A finite infimum far out in a negligible tail (subsampled_gaussian with sigma
+    // = 1e300 has log(1 - q) as infimum but all its mass within 1e-300 of 0, issue
+    // 11): truncate there like an unbounded tail; the mass below moves up to the
+    // grid's lowest point (pessimistic) or is dropped (optimistic), as below.
+    absl::StatusOr<double> l = LowerTailPoint(plrv, tail_mass, h / 4);
+    if (l.ok() && *l > y_lo) {
+      y_lo = *l;
+      span = (y_hi - y_lo) / h;
+    }
+  }
   if (!(span < static_cast<double>(max_points))) {
     return absl::OutOfRangeError(absl::StrFormat(
         "value_discretization_interval %g needs %.3g grid points for one step (losses %g to "

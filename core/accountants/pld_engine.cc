@@ -24,6 +24,11 @@ constexpr double kWrapShare = 1e-12;
 constexpr double kMinStepTail = 1e-250, kMaxStepTail = 1e-10;
 // When a first grid does not fit max_grid_points, coarsen this many times.
 constexpr int kMaxCoarsenings = 8;
+// Finest first grid step (nats). Steps are chosen from the ledger's spread, which
+// is ~1e-300 for sigma = 1e300 or pure_dp epsilon = 1e-300 (issue 11: a zero step
+// hung InitialStep's doubling loop); 2^-40 nats is far below any budget's
+// resolution, and a coarser grid only widens the still certified interval.
+constexpr double kMinStep = 0x1p-40;
 
 double FloorPow2(double x) { return std::exp2(std::floor(std::log2(x))); }
 double FloorPow10(double x) { return std::pow(10.0, std::floor(std::log10(x))); }
@@ -60,6 +65,7 @@ void PldEngine::Cache<K, V>::Put(const K& key, std::shared_ptr<const V> value, s
 
 absl::StatusOr<std::shared_ptr<const PldEngine::StepEntry>> PldEngine::Step(const StepKey& key) {
   if (auto hit = steps_.Find(key)) return hit;
+  if (absl::Status s = deadline_.Check("pld: discretising a step"); !s.ok()) return s;
   absl::StatusOr<StepDiscretization> d = DiscretizeStep(
       *MakePlrv(key.mechanism, key.direction), key.h, key.tail, options_.max_grid_points);
   if (!d.ok()) {
@@ -113,6 +119,7 @@ absl::StatusOr<ComposedWindow> PldEngine::ComposeSide(std::span<const MechanismE
     keys.push_back(key);
     parts.push_back({&(*t)->pmf, &(*t)->tilted, (*t)->mean0, (*t)->var0, e.count});
   }
+  if (absl::Status s = deadline_.Check("pld: composing the ledger"); !s.ok()) return s;
   WindowBudget budget;
   budget.log_untilted = log_budget;
   budget.log_wrap = std::log(kWrapShare * h / std::max(plan.sd, h));
@@ -121,6 +128,7 @@ absl::StatusOr<ComposedWindow> PldEngine::ComposeSide(std::span<const MechanismE
   std::vector<std::shared_ptr<const Spectrum>> spectra;
   std::vector<SpectrumPower> powers;
   for (size_t i = 0; i < keys.size(); ++i) {
+    if (absl::Status s = deadline_.Check("pld: transforming a step"); !s.ok()) return s;
     absl::StatusOr<std::shared_ptr<const Spectrum>> s = SpectrumFor({keys[i], wp->n});
     if (!s.ok()) return s.status();
     spectra.push_back(*s);
@@ -132,8 +140,15 @@ absl::StatusOr<ComposedWindow> PldEngine::ComposeSide(std::span<const MechanismE
 
 double PldEngine::TruncationShare() const {
   // A twentieth of the tighter target: 1e-4 for the defaults (unchanged), 5e-6 at 1e-4.
+  if (truncation_relaxed_) return kTruncationShare;
   return std::min(kTruncationShare,
                   0.05 * std::min(options_.relative_accuracy, options_.delta_relative_accuracy));
+}
+
+bool PldEngine::RelaxTruncation() {
+  if (truncation_relaxed_ || TruncationShare() >= kTruncationShare) return false;
+  truncation_relaxed_ = true;
+  return true;
 }
 
 double PldEngine::StepTail(const PldPlan& plan, double log_delta_target) const {
@@ -213,6 +228,7 @@ double PldEngine::InitialStep(std::span<const MechanismEvent> events, Direction 
     return FloorPow2(options_.value_discretization_interval);
   }
   double h = ChooseStep(plan, 0.25 * accuracy * epsilon_scale);
+  if (!(h >= kMinStep)) h = kMinStep;  // also when NaN
   // A window of ~40 standard deviations, and each bounded step's whole support,
   // must fit the grid cap (a lopsided two-atom law has a tiny sd but a wide support).
   const double cap = static_cast<double>(options_.max_grid_points);
@@ -222,6 +238,7 @@ double PldEngine::InitialStep(std::span<const MechanismEvent> events, Direction 
     const double width = plrv->LossMax() - plrv->LossMin();
     if (std::isfinite(width)) min_h = std::max(min_h, 4 * width / cap);
   }
+  if (!std::isfinite(min_h)) return h;  // no finite spread to fit: keep the budget's step
   while (h < min_h) h *= 2;
   return h;
 }
@@ -229,6 +246,7 @@ double PldEngine::InitialStep(std::span<const MechanismEvent> events, Direction 
 absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> events,
                                              Direction direction, double epsilon,
                                              double dominated_below) {
+  truncation_relaxed_ = false;
   // At or above the largest finite loss, delta(eps) = Pr[S = +inf] exactly.
   double max_loss = 0, log_finite = 0;
   for (const MechanismEvent& e : events) {
@@ -258,7 +276,12 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
   for (int r = 0; r <= (fixed ? 0 : options_.max_refinements);) {
     absl::StatusOr<Curves> c = Compute(events, direction, *plan, h, log_target);
     if (!c.ok()) {
+      // Past the deadline a finer grid is abandoned: the coarser interval stands.
+      if (have && c.status().code() == absl::StatusCode::kDeadlineExceeded) break;
       if (c.status().code() != absl::StatusCode::kOutOfRange) return c.status();
+      // A tight target's smaller truncation share widens the window: before giving
+      // up this step, retry it with the default share (a tighter grid matters more).
+      if (RelaxTruncation()) continue;
       if (have && 2 * h < h_done) {  // a jump too far: try one halving less
         h *= 2;
         continue;
@@ -322,6 +345,7 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
 absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> events,
                                                Direction direction, double delta,
                                                double dominated_below) {
+  truncation_relaxed_ = false;
   absl::StatusOr<PldPlan> plan = PlanForDelta(events, direction, delta);
   if (!plan.ok()) return plan.status();
   const bool fixed = options_.value_discretization_interval > 0;
@@ -336,7 +360,10 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
   for (int r = 0; r <= (fixed ? 0 : options_.max_refinements);) {
     absl::StatusOr<Curves> c = Compute(events, direction, *plan, h, log_target);
     if (!c.ok()) {
+      // Past the deadline a finer grid is abandoned: the coarser interval stands.
+      if (have && c.status().code() == absl::StatusCode::kDeadlineExceeded) break;
       if (c.status().code() != absl::StatusCode::kOutOfRange) return c.status();
+      if (RelaxTruncation()) continue;  // as in Delta
       if (have && 2 * h < h_done) {  // a jump too far: try one halving less
         h *= 2;
         continue;
@@ -407,6 +434,8 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
     if (mid.ok()) tilts.push_back(mid->tilt);
     for (double t : tilts) {
       if (t == plan->tilt) continue;
+      // These only tighten a certified interval: past the deadline keep it as is.
+      if (deadline_.Expired()) break;
       absl::StatusOr<PldPlan> alt = PlanAtTilt(events, direction, t);
       if (!alt.ok()) continue;
       absl::StatusOr<Curves> c = Compute(events, direction, *alt, result.step, log_target);

@@ -22,6 +22,7 @@
 #include "core/accountants/pld_plan.h"
 #include "core/accountants/pld_precision.h"
 #include "core/plrv/plrv.h"
+#include "core/util/deadline.h"
 
 namespace dpledger::core {
 
@@ -49,6 +50,11 @@ class PldEngine {
   // has a larger lower bound); pass 0 for none.
   absl::StatusOr<PldInterval> Epsilon(std::span<const MechanismEvent> events, Direction direction,
                                       double delta, double dominated_below = 0);
+
+  // The deadline of the query in progress (Accountant::SetQueryTimeCap): Delta and
+  // Epsilon return DEADLINE_EXCEEDED once it passes, checked before each grid
+  // (discretisation, tilt search, FFT composition).
+  void SetDeadline(const Deadline& deadline) { deadline_ = deadline; }
 
   // Bytes held by the step, tilt and spectrum caches (at most 256 MiB). Copies of an
   // engine share the cached values, so this overstates what a copy adds.
@@ -113,8 +119,11 @@ class PldEngine {
   absl::StatusOr<ComposedWindow> ComposeSide(std::span<const MechanismEvent> events,
                                              Direction direction, const PldPlan& plan, double h,
                                              double tail, double log_budget, PldSide side);
-  // Share of delta the truncated tails may add: 1e-4, less for tight targets.
+  // Share of delta the truncated tails may add: 1e-4, less for tight targets
+  // unless RelaxTruncation() went back to 1e-4 for the current query (it returns
+  // false when there is nothing to relax).
   double TruncationShare() const;
+  bool RelaxTruncation();
   double StepTail(const PldPlan& plan, double log_delta_target) const;
   // The plan on the discretised law actually composed (pessimistic grids at step h,
   // tails truncated at `tail`): at the tilt of the current plan if that law's
@@ -127,6 +136,8 @@ class PldEngine {
                      const PldPlan& plan, double epsilon_scale, double accuracy) const;
 
   PldOptions options_;
+  Deadline deadline_;
+  bool truncation_relaxed_ = false;  // per query, see TruncationShare
   Cache<StepKey, StepEntry> steps_{size_t{64} << 20};
   Cache<TiltKey, TiltEntry> tilts_{size_t{64} << 20};
   Cache<SpectrumKey, Spectrum> spectra_{size_t{128} << 20};

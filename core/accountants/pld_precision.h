@@ -24,8 +24,12 @@ enum class PldStop {
 // "target_met", "refinement_cap", "grid_cap", "round_off", "fixed_step".
 std::string_view PldStopName(PldStop stop);
 
-// Number of halvings of the grid step (>= 1) expected to bring a certified width
-// `width` down to `target` (width ~ h^2), capped at `left` (>= 1).
+// Most halvings of the grid step in one jump (a 4x finer grid: ~4x the cost).
+inline constexpr int kMaxHalvingsPerJump = 2;
+
+// Number of halvings of the grid step (>= 1) that the model width ~ h^2 says keep
+// the width at or above `target` (log4(width / target), rounded down), capped at
+// kMaxHalvingsPerJump and `left`: the loop then measures again.
 int HalvingsToTarget(double width, double target, int left);
 
 }  // namespace dpledger::core

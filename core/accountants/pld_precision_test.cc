@@ -118,10 +118,11 @@ TEST(PldPrecision, ACapShortOfTheTargetIsNamedInTheDiagnostics) {
 }
 
 TEST(PldPrecision, HalvingsFollowTheQuadraticWidthModel) {
-  EXPECT_EQ(HalvingsToTarget(0.02, 0.01, 5), 1);   // 2x too wide: one halving (4x)
-  EXPECT_EQ(HalvingsToTarget(0.16, 0.01, 5), 2);   // 16x: two
-  EXPECT_EQ(HalvingsToTarget(0.17, 0.01, 5), 3);   // just over 16x: three
-  EXPECT_EQ(HalvingsToTarget(1.0, 1e-6, 5), 5);    // capped by what is left
+  EXPECT_EQ(HalvingsToTarget(0.02, 0.01, 5), 1);   // 2x too wide: at least one halving
+  EXPECT_EQ(HalvingsToTarget(0.15, 0.01, 5), 1);   // 15x: one (4x), then measure again
+  EXPECT_EQ(HalvingsToTarget(0.16, 0.01, 5), 2);   // 16x: two (16x)
+  EXPECT_EQ(HalvingsToTarget(1.0, 1e-6, 5), 2);    // capped per jump
+  EXPECT_EQ(HalvingsToTarget(1.0, 1e-6, 1), 1);    // and by what is left
   EXPECT_EQ(HalvingsToTarget(1.0, 1e-6, 0), 1);    // always at least one
 }
 

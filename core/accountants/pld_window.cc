@@ -91,7 +91,7 @@ absl::StatusOr<WindowPlan> PlanWindow(const std::vector<WindowPart>& parts, doub
     // The Chernoff searches overflowed (e.g. ~1e12 steps): no window can be planned.
     return absl::OutOfRangeError(absl::StrFormat(
         "the composed PLD's loss window is not finite (losses %g to %g at step %g): the ledger "
-        "is too long for max_grid_points %d",
+        "is too long, or its steps too extreme (e.g. sigma near 1e300), for max_grid_points %d",
         lo, hi, h, max_points));
   }
   const double points = (hi - lo) / h + 3;

@@ -14,10 +14,12 @@ namespace dpledger::core {
 namespace {
 
 // Per-step RDP of one mechanism at every order.
-absl::StatusOr<std::vector<double>> StepRdp(const Mechanism& m, std::span<const double> orders) {
+absl::StatusOr<std::vector<double>> StepRdp(const Mechanism& m, std::span<const double> orders,
+                                            const Deadline& deadline) {
   std::vector<double> out;
   out.reserve(orders.size());
   for (double a : orders) {
+    if (absl::Status s = deadline.Check("rdp: per-order Renyi divergence"); !s.ok()) return s;
     absl::StatusOr<double> r = MechanismRdp(m, a);
     if (!r.ok()) return r.status();
     out.push_back(*r);
@@ -77,7 +79,7 @@ class RdpAccountant final : public Accountant {
     if (steps_.size() > ev.size()) steps_.erase(steps_.begin() + static_cast<std::ptrdiff_t>(ev.size()), steps_.end());
     for (size_t i = 0; i < ev.size(); ++i) {
       if (i < steps_.size() && steps_[i].mechanism == ev[i].mechanism) continue;
-      absl::StatusOr<std::vector<double>> rdp = StepRdp(ev[i].mechanism, orders_);
+      absl::StatusOr<std::vector<double>> rdp = StepRdp(ev[i].mechanism, orders_, deadline());
       if (!rdp.ok()) return rdp.status();
       steps_.erase(steps_.begin() + static_cast<std::ptrdiff_t>(std::min(i, steps_.size())), steps_.end());
       steps_.push_back({ev[i].mechanism, *std::move(rdp)});
@@ -108,7 +110,7 @@ absl::StatusOr<std::vector<double>> ComposedRdp(std::span<const MechanismEvent> 
   if (absl::Status s = ValidateRdpOrders(orders); !s.ok()) return s;
   std::vector<double> total(orders.size(), 0.0);
   for (const MechanismEvent& e : ledger) {
-    absl::StatusOr<std::vector<double>> rdp = StepRdp(e.mechanism, orders);
+    absl::StatusOr<std::vector<double>> rdp = StepRdp(e.mechanism, orders, Deadline());
     if (!rdp.ok()) return rdp.status();
     for (size_t j = 0; j < orders.size(); ++j) total[j] += static_cast<double>(e.count) * (*rdp)[j];
   }

@@ -111,6 +111,10 @@ absl::StatusOr<double> MechanismRdp(const Mechanism& m, double alpha) {
     case MechanismKind::kSubsampledGaussian: {
       if (m.sampling_rate() == 1) return GaussianRdp(1 / m.normalized_noise(), alpha);
       const double log_a = SubsampledGaussianLogMoment(m.normalized_noise(), m.sampling_rate(), alpha);
+      // An order the quadrature cannot resolve (sigma = 0.01 with q = 1 - 1e-9,
+      // issue 11) is +inf: a valid, useless bound that the conversion's minimum
+      // over orders skips (rdp_conversion.h); other orders still answer.
+      if (std::isnan(log_a) || log_a == kInf) return kInf;
       if (!std::isfinite(log_a)) {
         return absl::InternalError(absl::StrFormat(
             "subsampled_gaussian: log A_alpha is not finite at alpha=%g (sigma=%g, q=%g)", alpha,

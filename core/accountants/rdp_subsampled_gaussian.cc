@@ -17,6 +17,9 @@ constexpr double kHalfLog2Pi = 0.9189385332046728;
 // Beyond this many trapezoid points (tiny sigma with large fractional orders)
 // the chord bound below replaces the quadrature.
 constexpr double kMaxQuadraturePoints = 1e6;
+// Most trapezoid points one quadrature may evaluate over all its widenings
+// (~0.1 s); beyond it the result is NaN and callers fall back to a bound.
+constexpr double kMaxTotalPoints = 2e6;
 
 // log(e^x - 1) for x > 0, without overflow for large x.
 double LogExpm1(double x) { return x > 35 ? x + std::log1p(-std::exp(-x)) : std::log(std::expm1(x)); }
@@ -137,8 +140,13 @@ double SubsampledGaussianLogMomentQuadrature(double sigma, double q, double alph
   // Window: 13 units past the mass on each side (Phi(-13) ~ e^{-89}); widened
   // until both rigorous tail bounds are e^{-70} below the sum.
   constexpr double kMargin = 13, kTailLogRatio = -70;
-  double lo = -kMargin, hi = m.Peak() + kMargin;
+  double lo = -kMargin, hi = m.Peak() + kMargin, points_used = 0;
   for (int attempt = 0; attempt < 40; ++attempt) {
+    // Each attempt re-sums the whole window: stop (NaN, see the header) once the
+    // attempts together pass kMaxTotalPoints, which kept sigma = 0.01,
+    // q = 1 - 1e-9 widening for minutes (issue 11).
+    points_used += (hi - lo) / h;
+    if (points_used > kMaxTotalPoints) return kNaN;
     const double log_sum = m.LogTrapezoid(lo, hi, h);
     if (!std::isfinite(log_sum)) return kNaN;
     const bool left_ok = m.LogLeftTail(lo) < log_sum + kTailLogRatio;
@@ -158,7 +166,8 @@ double SubsampledGaussianLogMoment(double sigma, double q, double alpha) {
   }
   const double points = (ExcessMoment(sigma, q, alpha).Peak() + 26) / (std::min(sigma, 1.0) / 8);
   if (points <= kMaxQuadraturePoints || !(lo >= 1 && lo < 1e9)) {
-    return SubsampledGaussianLogMomentQuadrature(sigma, q, alpha);
+    const double v = SubsampledGaussianLogMomentQuadrature(sigma, q, alpha);
+    if (!std::isnan(v) || !(lo >= 1 && lo < 1e9)) return v;
   }
   // Too fine a grid: log A_alpha is convex in alpha (a cumulant generating
   // function), so the chord between the integer neighbours bounds it from above

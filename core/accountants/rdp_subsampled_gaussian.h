@@ -32,15 +32,18 @@ double SubsampledGaussianLogMomentInteger(double sigma, double q, int64_t alpha)
 // analytic in a strip of half-width pi*sigma (in z/sigma units), so with step
 // min(sigma, 1)/8 the rule's error is below e^{-100} relative; what remains is
 // rounding, ~1e-13 relative to log A (checked against mpmath and against the
-// integer formula in rdp_subsampled_gaussian_test.cc). Returns NaN only when the
-// integrand did not decay inside its window (a bug). Cost O(alpha/sigma + 80)/h.
+// integer formula in rdp_subsampled_gaussian_test.cc). Returns NaN when the
+// integrand did not decay inside its window, or when widening it would evaluate
+// over 2e6 points in all (q within ~1e-9 of 1 with small sigma, issue 11).
+// Cost O(alpha/sigma + 80)/h, at most 2e6 points.
 double SubsampledGaussianLogMomentQuadrature(double sigma, double q, double alpha);
 
 // log A_alpha for real alpha > 1: the exact sum at integer orders, the
 // quadrature otherwise; q = 1 is the plain Gaussian alpha(alpha-1)/(2 sigma^2).
 // Where the quadrature would need over 1e6 points (sigma tiny and alpha/sigma
 // huge, e.g. sigma = 1e-3), a fractional order gets the chord between its integer
-// neighbours instead: an upper bound, since log A_alpha is convex in alpha.
+// neighbours instead: an upper bound, since log A_alpha is convex in alpha. So
+// does a fractional order whose quadrature returned NaN.
 double SubsampledGaussianLogMoment(double sigma, double q, double alpha);
 
 }  // namespace dpledger::core

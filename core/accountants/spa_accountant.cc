@@ -109,7 +109,10 @@ class SpaAccountant final : public Accountant {
     }
   }
 
+  // The directions to query, carrying this query's deadline.
   std::vector<const SpaLedgerCgf*> Directions() const {
+    remove_.SetDeadline(deadline());
+    add_.SetDeadline(deadline());
     if (use_add_) return {&remove_, &add_};
     return {&remove_};
   }

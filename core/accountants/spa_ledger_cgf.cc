@@ -37,12 +37,24 @@ void SpaLedgerCgf::SetLedger(std::span<const MechanismEvent> events) {
     } else {
       term.plrv = MakePlrv(e.mechanism, direction_);
     }
-    if (term.plrv->LossMin() == 0 && term.plrv->LossMax() == 0) continue;  // no privacy loss
     terms.push_back(std::move(term));
   }
-  terms_ = std::move(terms);
+  // ess sup over every mechanism, including those left out of the sums below.
   double ess = 0;
-  for (const Term& t : terms_) ess += t.count * t.plrv->LossMax();
+  for (const Term& t : terms) ess += t.count * t.plrv->LossMax();
+  std::erase_if(terms, [](const Term& t) {
+    if (t.plrv->LossMin() == 0 && t.plrv->LossMax() == 0) return true;  // no privacy loss
+    // A Gaussian whose K(t) = t (t + 1) mu^2 / 2 stays below 1e-200 for |t| <=
+    // kSpaMaxTilt (sigma ~ 1e300, issue 11) changes no sum beyond their modelled
+    // error (k_abs_error >= 1e-14), but its ~0 spread made the tilt searches fail
+    // and the answer lose its lower end and estimate.
+    const Mechanism& m = t.mechanism;
+    const bool gaussian = m.kind() == MechanismKind::kGaussian ||
+                          (m.kind() == MechanismKind::kSubsampledGaussian && m.sampling_rate() == 1);
+    const double inv = 1 / m.normalized_noise();
+    return gaussian && t.count * 1e8 * (inv * inv) < 1e-200;  // 1e8 = kSpaMaxTilt^2
+  });
+  terms_ = std::move(terms);
   ess_sup_upper_ = std::isfinite(ess) ? ess * (1 + kEssSupRoundUp) : kInf;
 }
 
@@ -53,6 +65,9 @@ absl::StatusOr<SpaCumulants> SpaLedgerCgf::At(double t, CumulantOrder order) con
   for (const Term& term : terms_) {
     auto it = term.cache.find(t);
     if (it == term.cache.end() || (sixth && it->second.order != CumulantOrder::kSixth)) {
+      if (absl::Status s = deadline_.Check("spa: cumulant generating function"); !s.ok()) {
+        return s;
+      }
       ++tilt_evaluations_;
       absl::StatusOr<TiltedMoments> m = term.plrv->TiltedUpTo(t, order);
       if (!m.ok()) return m.status();

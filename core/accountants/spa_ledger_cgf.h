@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "core/mechanisms/mechanism.h"
 #include "core/plrv/plrv.h"
+#include "core/util/deadline.h"
 
 namespace dpledger::core {
 
@@ -64,6 +65,10 @@ class SpaLedgerCgf {
   // +inf when any mechanism's loss is unbounded. delta(eps) = 0 for eps >= this.
   double ess_sup_upper() const { return ess_sup_upper_; }
 
+  // The deadline of the query in progress (Accountant::SetQueryTimeCap): At()
+  // returns DEADLINE_EXCEEDED once it passes, which ends every SPA search (tilt
+  // solver, epsilon scan) built on it. A per-query setting, not ledger state.
+  void SetDeadline(const Deadline& deadline) const { deadline_ = deadline; }
   // Number of Plrv::Tilted calls so far (cache misses), for benchmarks.
   int64_t tilt_evaluations() const { return tilt_evaluations_; }
 
@@ -83,6 +88,7 @@ class SpaLedgerCgf {
   std::vector<Term> terms_;
   double ess_sup_upper_ = 0;
   mutable int64_t tilt_evaluations_ = 0;
+  mutable Deadline deadline_;
 };
 
 }  // namespace dpledger::core

@@ -30,12 +30,16 @@ class McAccountant final : public Accountant {
     return b;
   }
 
-  void SetQueryTimeCap(double seconds) override { options_.max_seconds = seconds; }
+  void SetQueryTimeCap(double seconds) override {
+    Accountant::SetQueryTimeCap(seconds);
+    options_.max_seconds = std::max(seconds, 0.0);
+  }
 
   std::unique_ptr<Accountant> Clone() const override {
     // Pools are caches: the clone rebuilds them from (seed, ledger) on demand,
     // getting the same paths.
-    auto c = std::make_unique<McAccountant>(options_);
+    auto c = std::make_unique<McAccountant>(options_);  // options_.max_seconds holds the cap
+    c->Accountant::SetQueryTimeCap(query_time_cap());
     for (const MechanismEvent& e : events()) c->Compose(e).IgnoreError();
     return c;
   }
@@ -99,6 +103,9 @@ class McAccountant final : public Accountant {
     bool subsampled = false;
     for (const MechanismEvent& e : events()) {
       if (!IsGaussian(e.mechanism)) return false;
+      // The tilt needs sigma^2 (issue 11: sigma = 1e300 made it NaN); SMC has no such limit.
+      const double s = e.mechanism.normalized_noise();
+      if (!std::isfinite(s * s) && options_.estimator == McAccountantEstimator::kAuto) return false;
       subsampled = subsampled || e.mechanism.sampling_rate() < 1;
     }
     return subsampled || options_.estimator == McAccountantEstimator::kImportanceSampling;
@@ -175,6 +182,7 @@ class McAccountant final : public Accountant {
     if (!(delta > 0)) return false;
     const double log_delta = std::log(delta);
     for (double t = 0.25; t <= 512; t *= 1.25) {
+      if (TimeUp()) return false;  // not proven: the add direction is sampled (time-capped)
       double k = 0;
       for (const MechanismEvent& e : events()) {
         auto m = MakePlrv(e.mechanism, Direction::kAdd)->Tilted(t);
@@ -256,6 +264,9 @@ class McAccountant final : public Accountant {
     }
     return true;
   }
+  // Per-step CGFs of steep mechanisms (sigma ~ 1e-3) cost ~0.1 s each: the tilt
+  // guess and the add-direction proof stop at the time cap too.
+  bool TimeUp() const { return options_.max_seconds > 0 && Elapsed() > options_.max_seconds; }
   double Elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - query_start_).count();
   }
@@ -288,6 +299,7 @@ class McAccountant final : public Accountant {
   double RdpGuess(double delta) const {
     double best = kInf;
     for (double lambda = 0.25; lambda <= 256; lambda *= 1.25) {
+      if (TimeUp()) break;  // a tilt guess only: the best so far will do
       double k = 0;
       for (const MechanismEvent& e : events()) {
         auto t = MakePlrv(e.mechanism, Direction::kRemove)->Tilted(lambda);
@@ -327,14 +339,18 @@ class McAccountant final : public Accountant {
         r = PoolEpsilonForDelta(**pool, delta, d, slot.last_epsilon, options_.confidence_z);
         if (!r.ok()) return r.status();
         slot.last_epsilon = r->epsilon;
-        if (r->epsilon == 0 || Enough(r->at_epsilon, delta) || retilt(*r) || !CanGrow(**pool)) {
+        // An infinite answer (delta below the ledger's infinite-loss mass, issue 11:
+        // approx_dp delta=0.999999 grew every pool to max_samples) stays infinite.
+        if (r->epsilon == 0 || std::isinf(r->epsilon) || Enough(r->at_epsilon, delta) ||
+            retilt(*r) || !CanGrow(**pool)) {
           break;
         }
         const int64_t m = std::min(2 * (*pool)->num_paths(), options_.max_samples);
         if (absl::Status s = (*pool)->Grow(m); !s.ok()) return s;
       }
       if (!retilt(*r)) {
-        Note(add, **pool, r->at_epsilon, r->epsilon == 0 || Enough(r->at_epsilon, delta));
+        Note(add, **pool, r->at_epsilon,
+             r->epsilon == 0 || std::isinf(r->epsilon) || Enough(r->at_epsilon, delta));
         return r;
       }
       tilt = r->epsilon;
@@ -352,14 +368,19 @@ class McAccountant final : public Accountant {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Accountant>> CreateMcAccountant(const McAccountantOptions& o) {
-  if (o.num_samples < 0 || o.num_samples == 1) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("num_samples must be 0 (default rule) or >= 2, got %d", o.num_samples));
-  }
-  if (o.initial_samples < 2 || o.max_samples < 2) {
+  if (o.num_samples < 0 || o.num_samples == 1 || o.num_samples > kMaxMcSamples) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "initial_samples and max_samples must be >= 2, got %d and %d", o.initial_samples,
-        o.max_samples));
+        "num_samples must be 0 (default rule) or in [2, %d] (kMaxMcSamples, bounding pool "
+        "memory), got %d",
+        kMaxMcSamples, o.num_samples));
+  }
+  for (const auto& [name, value] :
+       {std::pair{"initial_samples", o.initial_samples}, std::pair{"max_samples", o.max_samples}}) {
+    if (value < 2 || value > kMaxMcSamples) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s must be in [2, %d] (kMaxMcSamples, bounding pool memory), got %d", name,
+          kMaxMcSamples, value));
+    }
   }
   if (!std::isfinite(o.max_seconds) || o.max_seconds < 0) {
     return absl::InvalidArgumentError(

@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "core/accountants/accountant.h"
 #include "core/mc/mc_estimate.h"
+#include "core/mc/sample_pool.h"  // kMaxMcSamples
 
 namespace dpledger::core {
 
@@ -43,7 +44,9 @@ enum class McAccountantEstimator {
 };
 
 struct McAccountantOptions {
-  int64_t num_samples = 0;  // paths per pool; 0: the default rule above
+  // Paths per pool; 0: the default rule above. Every sample count here is at
+  // most kMaxMcSamples (sample_pool.h: 2^25 paths, <= 1.125 GiB per pool).
+  int64_t num_samples = 0;
   uint64_t seed = 0;
   McAccountantEstimator estimator = McAccountantEstimator::kAuto;
   McBackend backend = McBackend::kAuto;  // CUDA if a device is present, else CPU

@@ -59,6 +59,12 @@ absl::StatusOr<McStep> MakeTiltedMcStep(const Mechanism& m, double theta) {
         "importance sampling needs Gaussian or subsampled_gaussian steps, got %s",
         std::string(MechanismKindName(m.kind()))));
   }
+  if (!std::isfinite(m.normalized_noise() * m.normalized_noise())) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "importance sampling cannot tilt sigma=%g: sigma^2 is past the double range; use the "
+        "smc estimator",
+        m.normalized_noise()));
+  }
   if (!std::isfinite(theta)) {
     return absl::InvalidArgumentError(absl::StrFormat("theta must be finite, got %g", theta));
   }

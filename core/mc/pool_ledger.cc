@@ -54,9 +54,10 @@ uint32_t PoolLedger::stream() const {
 }
 
 absl::Status ValidatePoolOptions(const SamplePoolOptions& o) {
-  if (o.num_paths < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("num_paths must be >= 2, got %d", o.num_paths));
+  if (o.num_paths < 2 || o.num_paths > kMaxMcSamples) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "num_paths must be in [2, %d] (kMaxMcSamples, bounding pool memory), got %d",
+        kMaxMcSamples, o.num_paths));
   }
   if (o.estimator == McEstimator::kImportanceSampling) {
     if (o.direction != Direction::kRemove) {
@@ -67,6 +68,15 @@ absl::Status ValidatePoolOptions(const SamplePoolOptions& o) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "target_epsilon must be finite and >= 0, got %g", o.target_epsilon));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateGrow(int64_t current, int64_t num_paths) {
+  if (num_paths < current || num_paths > kMaxMcSamples) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "num_paths must be in [%d (the current count), %d (kMaxMcSamples)], got %d", current,
+        kMaxMcSamples, num_paths));
   }
   return absl::OkStatus();
 }

@@ -70,6 +70,8 @@ class LedgerPool : public SamplePool {
 
 // Validates options for CreateSamplePool.
 absl::Status ValidatePoolOptions(const SamplePoolOptions& options);
+// Validates a Grow from `current` paths to `num_paths`.
+absl::Status ValidateGrow(int64_t current, int64_t num_paths);
 
 }  // namespace dpledger::core::mc
 

@@ -35,10 +35,18 @@
 
 namespace dpledger::core {
 
+// Most paths a pool may hold (num_paths, and every Grow): 2^25 = 33,554,432, so
+// one pool's path state stays at most 1.125 GiB (IS, 36 bytes/path) or 256 MiB
+// (SMC, 8 bytes/path), host or device, and an MC accountant's two pools at most
+// ~1.4 GiB (issue 11: 1e9 samples asked for 8 GB and more). Callers that take a
+// sample count from a request (the MC accountant's num_samples / max_samples,
+// a job's sample setting) validate against it.
+inline constexpr int64_t kMaxMcSamples = int64_t{1} << 25;
+
 struct SamplePoolOptions {
   McEstimator estimator = McEstimator::kSmc;
   Direction direction = Direction::kRemove;  // the law sampled (IS: remove only)
-  int64_t num_paths = 100000;                // m >= 2
+  int64_t num_paths = 100000;                // m in [2, kMaxMcSamples]
   uint64_t seed = 0;
   double target_epsilon = 1.0;  // IS only: epsilon the tilt is tuned for (>= 0)
   McBackend backend = McBackend::kAuto;  // kAuto: CUDA if a device is present
@@ -83,7 +91,8 @@ class SamplePool {
   // pool is unchanged on error.
   virtual absl::Status Append(const MechanismEvent& event) = 0;
   absl::Status AppendAll(std::span<const MechanismEvent> events);
-  // Adds paths up to num_paths (>= the current count), replaying the ledger.
+  // Adds paths up to num_paths (>= the current count, <= kMaxMcSamples: else
+  // INVALID_ARGUMENT naming num_paths), replaying the ledger.
   virtual absl::Status Grow(int64_t num_paths) = 0;
 
   // Per-epsilon sums for the `query` direction. FAILED_PRECONDITION when the

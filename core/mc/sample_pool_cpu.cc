@@ -39,10 +39,7 @@ class CpuSamplePool final : public LedgerPool {
   }
 
   absl::Status Grow(int64_t num_paths) override {
-    if (num_paths < num_paths_) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "num_paths must be >= the current %d, got %d", num_paths_, num_paths));
-    }
+    if (absl::Status s = ValidateGrow(num_paths_, num_paths); !s.ok()) return s;
     const int64_t old = num_paths_;
     Resize(num_paths);
     const auto& events = ledger_.events();

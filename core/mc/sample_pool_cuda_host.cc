@@ -36,10 +36,7 @@ class CudaSamplePool final : public LedgerPool {
   }
 
   absl::Status Grow(int64_t num_paths) override {
-    if (num_paths < num_paths_) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "num_paths must be >= the current %d, got %d", num_paths_, num_paths));
-    }
+    if (absl::Status s = ValidateGrow(num_paths_, num_paths); !s.ok()) return s;
     if (absl::Status s = FromCuda(cuda::PoolResize(device_, num_paths)); !s.ok()) return s;
     const auto& events = ledger_.events();
     for (size_t e = 0; e < events.size(); ++e) {

@@ -225,7 +225,27 @@ class SubsampledGaussianPlrv final : public Plrv {
       return LogAddExp(log_1mq_, log_q_ + u / s_ - 1 / (2 * s_ * s_));
     };
     // E_P[e^{tL}] = E_Q[e^{(t+1)L}]: weight e^{L} changes measure from Q to P.
-    TiltedMoments m = TiltedTrapezoid(tr, u_lo, u_hi, h, loss, loss, order);
+    // With c = tr + 1 >= 0, c L is convex (L is a log-sum-exp of u), so its chord
+    // bounds it and the log-integrand c L(u) - u^2/2 is at most the concave chord
+    // quadratic's maximum on [a, b]: the trapezoid may skip blocks below it.
+    const double c = tr + 1;
+    LogIntegrandBound bound;
+    if (c >= 0) {
+      bound = [&loss, c](double a, double b) {
+        const double la = c * loss(a), lb = c * loss(b);
+        if (!(b > a)) return std::max(la - 0.5 * a * a, lb - 0.5 * b * b);
+        const double slope = (lb - la) / (b - a);
+        const double u = std::clamp(slope, a, b);
+        return la + slope * (u - a) - 0.5 * u * u;
+      };
+    }
+    TiltedMoments m = TiltedTrapezoid(tr, u_lo, u_hi, h, loss, loss, order, bound);
+    if (!std::isfinite(m.k)) {
+      return absl::OutOfRangeError(absl::StrFormat(
+          "subsampled_gaussian (sigma=%g, q=%g): the tilted quadrature at t=%g needs more than "
+          "%d grid points",
+          s_, q_, t, kMaxTrapezoidPoints));
+    }
     if (add_) {  // d^j/dt^j K(-1 - t) = (-1)^j K^(j)(-1 - t)
       m.k1 = -m.k1;
       m.k3 = -m.k3;
@@ -248,7 +268,8 @@ class SubsampledGaussianPlrv final : public Plrv {
   // the left side is increasing (slope >= 1), so bisection is safe; 1e-6 suffices.
   double AddDirectionMode(double t) const {
     double lo = -t / s_, hi = 0;
-    while (hi - lo > 1e-6) {
+    // At most 200 halvings: for |lo| past ~1e10 the 1e-6 gap is below rounding.
+    for (int it = 0; it < 200 && hi - lo > 1e-6; ++it) {
       const double u = 0.5 * (lo + hi);
       const double z = log_q_ + u / s_ - 1 / (2 * s_ * s_);
       const double w = std::exp(z - LogAddExp(log_1mq_, z));

@@ -313,6 +313,24 @@ class Ledger:
             for seq, steps in updates])
         return [StepAck.from_proto(a) for a in self._call("AppendSteps", request).acks]
 
+    def verify_chain(self, job_id: str, held_seq: int, held_head: str, *,
+                     tenant: Optional[str] = None) -> str:
+        """Checks that the job's history up to ``held_seq`` is still the one whose chain head
+        was ``held_head`` (from an ack's ``proto.chain_head`` or a job's): recomputes the
+        chain from GetJob and GetLedger (dpledger.chain). Raises DataLoss naming the seq
+        where it was rewritten; returns the current head."""
+        from .chain import verify_chain
+        job = self._call("GetJob", pb.GetJobRequest(job_id=job_id, tenant=self._tenant(tenant)))
+        entries, after = [], 0
+        while True:
+            r = self._call("GetLedger", pb.GetLedgerRequest(
+                job_id=job_id, tenant=self._tenant(tenant), after_seq=after))
+            entries.extend(r.entries)
+            if not r.more or not r.entries:
+                break
+            after = r.entries[-1].seq
+        return verify_chain(job, entries, held_seq, held_head)
+
     def ledger_entries(self, job_id: str, *, after_seq: int = 0, page_size: int = 0,
                        tenant: Optional[str] = None) -> Iterator[LedgerEntry]:
         """GetLedger: the admitted updates with seq > after_seq, in order (pages followed)."""
@@ -330,13 +348,14 @@ class Ledger:
 
     def spent(self, job_id: str, *, delta: Optional[float] = None,
               epsilon: Optional[float] = None, accountant: Optional[str] = None,
-              tenant: Optional[str] = None) -> Spent:
+              tenant: Optional[str] = None, pld_precision: Optional[float] = None) -> Spent:
         """Spent: epsilon at ``delta``, or delta at ``epsilon`` (exactly one), by the job's
-        admitting accountant or the named one."""
+        admitting accountant or the named one. ``pld_precision`` (pld only): the target
+        relative width of the certified interval, in (0, 0.5]; smaller costs more time."""
         if (delta is None) == (epsilon is None):
             raise errors.InvalidArgument("give exactly one of delta or epsilon")
         request = pb.SpentRequest(job_id=job_id, tenant=self._tenant(tenant),
-                                  accountant=accountant or "")
+                                  accountant=accountant or "", pld_precision=pld_precision or 0)
         if delta is not None:
             request.delta = delta
         else:
@@ -425,15 +444,18 @@ class Job:
         return StepStream(self, window=window)
 
     def spent(self, *, delta: Optional[float] = None, epsilon: Optional[float] = None,
-              accountant: Optional[str] = None) -> Bound:
+              accountant: Optional[str] = None, pld_precision: Optional[float] = None) -> Bound:
         """Epsilon spent at ``delta`` (or delta at ``epsilon``) as a Bound."""
-        return self.spent_report(delta=delta, epsilon=epsilon, accountant=accountant).bound
+        return self.spent_report(delta=delta, epsilon=epsilon, accountant=accountant,
+                                 pld_precision=pld_precision).bound
 
     def spent_report(self, *, delta: Optional[float] = None, epsilon: Optional[float] = None,
-                     accountant: Optional[str] = None) -> Spent:
+                     accountant: Optional[str] = None,
+                     pld_precision: Optional[float] = None) -> Spent:
         """The whole Spent answer: bound, accountant, num_steps, diagnostics."""
         return self.ledger.spent(self.job_id, delta=delta, epsilon=epsilon,
-                                 accountant=accountant, tenant=self.tenant)
+                                 accountant=accountant, tenant=self.tenant,
+                                 pld_precision=pld_precision)
 
     def remaining(self, mechanism: MechanismLike) -> Remaining:
         return self.ledger.remaining(self.job_id, mechanism, tenant=self.tenant)

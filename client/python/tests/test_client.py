@@ -234,3 +234,24 @@ def test_an_unreachable_server_is_unavailable_after_the_retries():
                 retry=RetryPolicy(max_attempts=2, initial_backoff=0.01)) as ledger:
         with pytest.raises(Unavailable):
             ledger.get_job("x")
+
+
+def test_verify_chain_recomputes_the_servers_heads_and_detects_a_rewrite(ledger, job_id):
+    """Issue 11 (Hardening) defect 7: the Python verifier computes the server's chain byte for
+    byte, and a history that differs from a held head is DataLoss naming the seq."""
+    from dpledger import DataLoss, chain
+    job = ledger.create_job(job_id, epsilon=8, delta=1e-9)
+    assert job.info.proto.chain_head == chain.genesis(job.info.proto)
+    acks = [job.step(M) for _ in range(3)]
+    held = acks[1]
+    assert len(held.proto.chain_head) == 64
+    assert ledger.verify_chain(job_id, held.last_seq, held.proto.chain_head) == acks[2].proto.chain_head
+    with pytest.raises(DataLoss, match="rewritten at or before seq 2: the held head"):
+        ledger.verify_chain(job_id, 2, "0" * 64)
+    # A ledger whose seq-2 charge was lowered (and re-headed) no longer yields the held head.
+    info = ledger.get_job(job_id).proto
+    entries = list(ledger._call("GetLedger", pb.GetLedgerRequest(job_id=job_id)).entries)
+    entries[1].spent.upper /= 2
+    entries[1].chain_head = chain.next_head(info, entries[0].chain_head, entries[1])
+    with pytest.raises(DataLoss, match="seq 2: the held head"):
+        chain.verify_chain(info, entries, 2, held.proto.chain_head)
