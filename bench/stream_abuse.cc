@@ -12,6 +12,7 @@
 // shutdown from outside (kill -TERM, then wait) right after a scenario.
 //
 //   dpledger_stream_abuse --server 127.0.0.1:PORT --pid PID --scenario idle --streams 500
+// bench/stream_abuse.sh starts a server for it and times the shutdown.
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>

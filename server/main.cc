@@ -6,7 +6,7 @@
 // Every flag can also come from the environment as DPLEDGER_<FLAG> (upper case, '-' -> '_'),
 // e.g. DPLEDGER_DATA_DIR=/srv/dpledger; a command-line flag wins over the environment.
 // SIGTERM / SIGINT: graceful shutdown (drain RPCs and streams, commit, close the store).
-// SIGHUP: reload the token file (server.h ReloadTokens); open streams and calls go on.
+// SIGHUP: reload the token file and TLS files (server.h Reload); open streams and calls go on.
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
@@ -329,8 +329,8 @@ int main(int argc, char** argv) {
     for (;;) {
       sigwait(&signals, &sig);
       if (sig != SIGHUP) break;
-      spdlog::info("signal=SIGHUP received: reloading the token file");
-      (void)(*server)->ReloadTokens();  // logs the outcome; a bad file keeps the old tokens
+      spdlog::info("signal=SIGHUP received: reloading the token file and TLS files");
+      (void)(*server)->Reload();  // logs the outcome; a bad file keeps the old one
     }
     spdlog::info("signal={} received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     (*server)->Shutdown();

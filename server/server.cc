@@ -9,8 +9,7 @@
 #include <prometheus/registry.h>
 
 #include "absl/strings/str_format.h"
-#include "server/read_file.h"
-#include "server/tls_files.h"
+#include "server/served_tls.h"
 #include "core/mc/mc_estimate.h"
 #include "core/registry/accountant_registry.h"
 #include "server/ledger_check.h"
@@ -175,27 +174,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       return absl::InvalidArgumentError(
           "tls_client_ca and client_cert_map go together (mutual TLS)");
     }
-    absl::StatusOr<std::string> cert = ReadFileToString(options.tls_cert, "tls_cert");
-    if (!cert.ok()) return cert.status();
-    absl::StatusOr<std::string> key = ReadFileToString(options.tls_key, "tls_key");
-    if (!key.ok()) return key.status();
-    if (absl::Status st = CheckCertificateAndKey(*cert, *key, options.tls_cert, options.tls_key);
-        !st.ok()) {
-      return st;
-    }
-    grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({*key, *cert});
     if (!options.tls_client_ca.empty()) {
-      absl::StatusOr<std::string> ca = ReadFileToString(options.tls_client_ca, "tls_client_ca");
-      if (!ca.ok()) return ca.status();
       absl::StatusOr<ClientCertMap> map = ClientCertMap::Load(options.client_cert_map);
       if (!map.ok()) return map.status();
-      // Verified when presented, optional otherwise: token clients keep working.
-      ssl.pem_root_certs = *ca;
-      ssl.client_certificate_request = GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
       cert_map = std::make_shared<const ClientCertMap>(std::move(*map));
     }
-    creds = grpc::SslServerCredentials(ssl);
+    absl::StatusOr<std::unique_ptr<ServedTls>> tls =
+        ServedTls::Create(options.tls_cert, options.tls_key, options.tls_client_ca);
+    if (!tls.ok()) return tls.status();
+    s->tls_ = std::move(*tls);
+    creds = s->tls_->credentials();
   }
   // Tokens whenever a token file is given; --insecure alone means no authentication.
   std::shared_ptr<const TokenTable> initial_tokens;
@@ -303,11 +291,14 @@ void Server::Shutdown() {
   spdlog::info("shutdown complete: store flushed");
 }
 
+absl::Status Server::Reload() {
+  absl::Status tls = tls_ ? tls_->Reload() : absl::OkStatus();
+  absl::Status tokens = ReloadTokens();
+  return tokens.ok() ? tls : tokens;
+}
+
 absl::Status Server::ReloadTokens() {
-  if (options_.token_file.empty()) {
-    spdlog::info("reload: no token file configured, nothing to reload");
-    return absl::OkStatus();
-  }
+  if (options_.token_file.empty()) return absl::OkStatus();
   absl::StatusOr<TokenTable> fresh = TokenTable::Load(options_.token_file);
   if (fresh.ok() && fresh->size() == 0) {
     fresh = absl::InvalidArgumentError(

@@ -16,6 +16,7 @@
 #include "server/grpc_service.h"
 #include "server/ledger_service.h"
 #include "server/metrics.h"
+#include "server/served_tls.h"
 #include "server/store.h"
 
 namespace grpc {
@@ -68,20 +69,22 @@ class Server {
   void Shutdown();
   // Blocks until Shutdown has completed.
   void Wait();
-  // SIGHUP: reads the token file again and swaps it in without touching open calls, logging
-  // what changed; a file that does not load is refused (the error says why) and the old
-  // tokens stay. OK with nothing to do when there is no token file.
-  absl::Status ReloadTokens();
+  // SIGHUP: reads the token file and the TLS files again and swaps them in without touching
+  // open calls and streams, logging what changed; a file that does not load is refused (the
+  // error says why, the first one is returned) and the old tokens or certificate stay.
+  absl::Status Reload();
 
  private:
   Server() = default;
   absl::Status OpenStore();
+  absl::Status ReloadTokens();
   // Pings the store every store_ping_interval_ms and sets the health status to match.
   void WatchStore();
   void StopWatchingStore();
 
   ServerOptions options_;
   std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<ServedTls> tls_;  // null with --insecure
   std::unique_ptr<Store> store_;
   std::unique_ptr<LedgerService> ledger_;
   std::unique_ptr<GrpcLedgerService> service_;

@@ -86,6 +86,39 @@ class AuthTest : public E2eTest {
     ASSERT_NO_FATAL_FAILURE(StartServer(config));
   }
 
+  // A stream on a new job "held" whose first update (seq 1) was acknowledged.
+  void OpenHeldStream(client::Client& c, std::unique_ptr<client::StepStream>& stream) {
+    ASSERT_TRUE(c.CreateJob(JobRequest("held", 10, 1e-6, "analytic")).ok());
+    stream = c.OpenStream("held");
+    ASSERT_TRUE(stream->Write(HeldUpdate(1)).ok());
+    auto ack = stream->Read();
+    ASSERT_TRUE(ack.ok() && ack->admitted()) << ack.status();
+  }
+  // Seq 2 on that stream is admitted without a reconnection.
+  static void ExpectHeldStreamGoesOn(client::StepStream& stream) {
+    ASSERT_TRUE(stream.Write(HeldUpdate(2)).ok());
+    auto ack = stream.Read();
+    ASSERT_TRUE(ack.ok()) << ack.status();
+    EXPECT_TRUE(ack->admitted());
+    EXPECT_EQ(stream.reconnects(), 0);
+    EXPECT_TRUE(stream.Close().ok());
+  }
+  static v1::StepUpdate HeldUpdate(int64_t seq) {
+    v1::StepUpdate u;
+    u.set_seq(seq);
+    u.add_steps()->set_spec("gaussian:sigma=100");
+    return u;
+  }
+  // The server's log once it holds `text` (up to 10 s).
+  std::string WaitForLog(const std::string& text) {
+    std::string log;
+    for (int i = 0; i < 100 && log.find(text) == std::string::npos; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      log = server_->LogTail(100000);
+    }
+    return log;
+  }
+
   std::unique_ptr<client::Client> As(const std::string& token) {
     return NewClient([&](client::ClientOptions& o) {
       o.bearer_token = token;
@@ -228,14 +261,8 @@ TEST_F(AuthTest, Issue11MismatchedCertificateAndKeyAreNamedAtStart) {
 TEST_F(AuthTest, Issue11SighupReloadsTokensAndKeepsStreams) {
   constexpr char kWriterC[] = "writer-token-team-c-0123456789";
   auto a = As(kWriterA);
-  ASSERT_TRUE(a->CreateJob(JobRequest("held", 10, 1e-6, "analytic")).ok());
-  auto stream = a->OpenStream("held");
-  v1::StepUpdate u;
-  u.set_seq(1);
-  u.add_steps()->set_spec("gaussian:sigma=100");
-  ASSERT_TRUE(stream->Write(u).ok());
-  auto ack1 = stream->Read();
-  ASSERT_TRUE(ack1.ok() && ack1->admitted()) << ack1.status();
+  std::unique_ptr<client::StepStream> stream;
+  ASSERT_NO_FATAL_FAILURE(OpenHeldStream(*a, stream));
 
   // New file: A kept (as a digest), B gone, C new.
   WriteFileOrDie(dir_.File("tokens"),
@@ -252,22 +279,12 @@ TEST_F(AuthTest, Issue11SighupReloadsTokensAndKeepsStreams) {
   EXPECT_TRUE(listed.ok()) << listed.status();
   EXPECT_THAT(As(kWriterB)->GetJob("any"), StatusIs(Code::kUnauthenticated, HasSubstr("unknown")));
   // The stream opened under the old table goes on.
-  u.set_seq(2);
-  ASSERT_TRUE(stream->Write(u).ok());
-  auto ack2 = stream->Read();
-  ASSERT_TRUE(ack2.ok()) << ack2.status();
-  EXPECT_TRUE(ack2->admitted());
-  EXPECT_EQ(stream->reconnects(), 0);
-  EXPECT_TRUE(stream->Close().ok());
+  ExpectHeldStreamGoesOn(*stream);
 
   // A malformed file is refused; C still works.
   WriteFileOrDie(dir_.File("tokens"), "sha256:nothex team-c writer\n");
   server_->Signal(SIGHUP);
-  std::string log;
-  for (int i = 0; i < 100 && log.find("token file refused") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    log = server_->LogTail(100000);
-  }
+  const std::string log = WaitForLog("token file refused");
   EXPECT_THAT(log, HasSubstr("reload: token file refused, the old tokens stay"));
   EXPECT_THAT(log, HasSubstr("tokens=2 added=1 removed=2 changed=0"));
   EXPECT_TRUE(c->ListJobs({}).ok());
@@ -332,6 +349,49 @@ TEST_F(AuthTest, Issue11ClientCertificatesMapToTenantAndRole) {
   EXPECT_EQ(create(*stranger, "y").first.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   // Token clients (no certificate) keep working.
   EXPECT_TRUE(As(kWriterB)->CreateJob(JobRequest("by-token", 1, 1e-6)).ok());
+}
+
+// Issue 11: SIGHUP reloads the TLS certificate without dropping a stream; a mismatched pair
+// is refused and the certificate in use stays.
+TEST_F(AuthTest, Issue11SighupReloadsTheCertificate) {
+  auto a = As(kWriterA);
+  std::unique_ptr<client::StepStream> stream;
+  ASSERT_NO_FATAL_FAILURE(OpenHeldStream(*a, stream));
+
+  // Serve a certificate of another CA from the same paths.
+  ASSERT_TRUE(MakeCertificates(OpenSsl(), dir_, "other-").ok());
+  const std::string original_key = *client::ReadFile(dir_.File("server.key"));
+  WriteFileOrDie(dir_.File("server.crt"), *client::ReadFile(dir_.File("other-server.crt")));
+  WriteFileOrDie(dir_.File("server.key"), *client::ReadFile(dir_.File("other-server.key")));
+  server_->Signal(SIGHUP);
+  auto trusting_other = NewClient([&](client::ClientOptions& o) {
+    o.tls_ca_pem = *client::ReadFile(dir_.File("other-ca.crt"));
+    o.bearer_token = kWriterA;
+    o.retry.max_attempts = 1;
+    o.timeout_ms = 3000;
+  });
+  absl::StatusOr<v1::Job> got;
+  for (int i = 0; i < 50; ++i) {  // the new certificate is served within a few seconds
+    if ((got = trusting_other->GetJob("held")).ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_TRUE(got.ok()) << got.status();
+  // The stream's connection keeps its session.
+  ExpectHeldStreamGoesOn(*stream);
+
+  // A key that is not the certificate's is refused; the served certificate stays.
+  WriteFileOrDie(dir_.File("server.key"), original_key);
+  server_->Signal(SIGHUP);
+  const std::string log = WaitForLog("TLS files refused");
+  EXPECT_THAT(log, HasSubstr("reload: TLS files refused, the old certificate stays"));
+  EXPECT_THAT(log, HasSubstr("do not match"));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // past the watcher's period
+  auto fresh = NewClient([&](client::ClientOptions& o) {
+    o.tls_ca_pem = *client::ReadFile(dir_.File("other-ca.crt"));
+    o.bearer_token = kWriterA;
+    o.retry.max_attempts = 1;
+  });
+  EXPECT_TRUE(fresh->GetJob("held").ok());
 }
 
 TEST_F(AuthTest, CliReadsTokenAndCaFromFlags) {
