@@ -4,6 +4,8 @@
 //   exceeded and the ledger is one serial order, the same through every replica.
 // * kill -9 one replica while clients stream; they move to another replica and retry with
 //   the same seqs: every acknowledged step is present exactly once, nothing charged twice.
+// * The database stopped and restarted under load: every replica answers UNAVAILABLE and
+//   NOT_SERVING while it is down, and afterwards everything acknowledged is there once.
 #include <atomic>
 #include <cmath>
 #include <map>
@@ -30,6 +32,7 @@ class ReplicasTest : public E2eTest {
     if (const std::string why = PostgresUnavailableReason(); !why.empty()) GTEST_SKIP() << why;
     absl::StatusOr<TestPostgres*> pg = TestPostgres::Shared();
     ASSERT_TRUE(pg.ok()) << pg.status();
+    pg_ = *pg;
     absl::StatusOr<std::string> url = (*pg)->CreateDatabase();
     ASSERT_TRUE(url.ok()) << url.status();
     for (int r = 0; r < kReplicas; ++r) {
@@ -70,6 +73,7 @@ class ReplicasTest : public E2eTest {
   }
 
   std::vector<std::unique_ptr<ServerProcess>> replicas_;
+  TestPostgres* pg_ = nullptr;  // this test process's own server (Shared() is per process)
 };
 
 // Three clients, each on its own replica, race to extend one job until its budget refuses:
@@ -232,6 +236,89 @@ TEST_F(ReplicasTest, KilledReplicaClientsRetryElsewhereWithoutDoubleCharges) {
     auto job = reader->GetJob(absl::StrFormat("s%d", i));
     ASSERT_TRUE(job.ok());
     EXPECT_TRUE(client::VerifyChain(*job, *ledger, job->last_seq(), job->chain_head()).ok());
+  }
+}
+
+// Issue 12: stop and restart the database while clients append through all three replicas.
+TEST_F(ReplicasTest, StoppedDatabaseIsUnavailableOnEveryReplicaAndNothingAckedIsLost) {
+  constexpr int kUpdates = 150;  // per client, one job each, each client on its own replica
+  auto setup = ClientOf(0, 5);
+  for (int r = 0; r < kReplicas; ++r) {
+    ASSERT_TRUE(setup->CreateJob(JobRequest(absl::StrFormat("d%d", r), 1e6, 1e-6, "analytic")).ok());
+  }
+  std::mutex mu;
+  std::map<std::pair<int, int64_t>, v1::StepAck> acked;
+  std::atomic<int> progress{0}, unavailable{0}, failures{0};
+  std::vector<std::unique_ptr<client::Client>> writers;
+  for (int r = 0; r < kReplicas; ++r) writers.push_back(ClientOf(r));  // no client retries
+  std::vector<std::thread> clients;
+  for (int r = 0; r < kReplicas; ++r) {
+    clients.emplace_back([&, r] {
+      const std::string job = absl::StrFormat("d%d", r);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(150);
+      for (int64_t seq = 1; seq <= kUpdates && std::chrono::steady_clock::now() < deadline;) {
+        auto ack = writers[r]->AppendStep(job, seq,
+                                          {absl::StrFormat("gaussian:sigma=%g,count=1", kSigma)});
+        if (!ack.ok()) {
+          if (ack.status().code() != absl::StatusCode::kUnavailable &&
+              ack.status().code() != absl::StatusCode::kDeadlineExceeded) {
+            ++failures;
+            ADD_FAILURE() << job << " seq " << seq << ": " << ack.status();
+            return;
+          }
+          ++unavailable;
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          continue;  // the same seq again
+        }
+        if (!ack->admitted() || ack->num_steps() != seq) {
+          ++failures;  // a retried seq charged twice, or one lost
+          ADD_FAILURE() << job << " seq " << seq << ": admitted=" << ack->admitted()
+                        << " num_steps=" << ack->num_steps();
+          return;
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        acked[{r, seq}] = *ack;
+        ++progress;
+        ++seq;
+      }
+    });
+  }
+  while (progress < kReplicas * 20 && failures == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(pg_->Stop(/*immediate=*/true).ok());
+  const int unavailable_at_stop = unavailable;
+  std::vector<bool> not_serving(kReplicas, false);
+  for (int i = 0; i < 300; ++i) {
+    bool all = true;
+    for (int r = 0; r < kReplicas; ++r) {
+      not_serving[r] = not_serving[r] || !writers[r]->CheckHealth("", 1000).ok();
+      all = all && not_serving[r];
+    }
+    if (all && unavailable > unavailable_at_stop + kReplicas) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (int r = 0; r < kReplicas; ++r) {
+    EXPECT_TRUE(not_serving[r]) << "replica " << r << " stayed SERVING with the database down";
+    EXPECT_TRUE(replicas_[r]->running()) << "replica " << r;
+  }
+  EXPECT_GT(unavailable.load(), unavailable_at_stop + kReplicas);
+  ASSERT_TRUE(pg_->Restart().ok()) << pg_->LogTail();
+  for (std::thread& t : clients) t.join();
+  ASSERT_EQ(failures.load(), 0);
+  ASSERT_EQ(progress.load(), kReplicas * kUpdates);
+
+  // Every acknowledged update exactly once, with the bound its ack carried, read through a
+  // replica that did not write it.
+  for (int r = 0; r < kReplicas; ++r) {
+    auto reader = ClientOf((r + 1) % kReplicas, 5);
+    auto ledger = FullLedger(*reader, absl::StrFormat("d%d", r));
+    ASSERT_TRUE(ledger.ok()) << ledger.status();
+    ASSERT_EQ(ledger->size(), static_cast<size_t>(kUpdates));
+    for (int64_t s = 1; s <= kUpdates; ++s) {
+      ASSERT_EQ((*ledger)[s - 1].seq(), s);
+      ASSERT_EQ((*ledger)[s - 1].spent().upper(), (acked[{r, s}].spent().upper())) << "seq " << s;
+    }
   }
 }
 
