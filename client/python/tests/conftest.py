@@ -4,9 +4,7 @@ The binaries come from $DPLEDGERD / $DPLEDGER_CLI (set by ctest; default: <repo>
 A missing binary fails the run rather than skipping it. Servers die with the test process
 (PR_SET_PDEATHSIG) and are stopped at the end of the session.
 """
-import ctypes
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -39,9 +37,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _die_with_parent():
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+# Children die with the test process (PR_SET_PDEATHSIG) via util-linux's setpriv: a
+# preexec_fn would run Python in the forked child of a process with gRPC threads, which can
+# abort or deadlock there (seen: "Fatal Python error: Aborted" in _execute_child).
+DIE_WITH_PARENT = ["setpriv", "--pdeathsig", "KILL", "--"]
 
 
 class Server:
@@ -65,8 +64,8 @@ class Server:
                     "--data-dir", self.data_dir, "--metrics-listen", "",
                     *self.extra_args]
             with open(self.log_path, "ab") as log:
-                self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                             preexec_fn=_die_with_parent)
+                self.proc = subprocess.Popen(DIE_WITH_PARENT + argv, stdout=log,
+                                             stderr=subprocess.STDOUT)
             with Ledger(self.address, **self.ledger_args) as probe:
                 deadline = time.monotonic() + 30
                 while time.monotonic() < deadline and self.proc.poll() is None:

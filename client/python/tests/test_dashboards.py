@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from conftest import REPO, Server, _die_with_parent, free_port
+from conftest import DIE_WITH_PARENT, REPO, Server, free_port
 from dpledger import BudgetExceeded, Gaussian, Ledger, NotFound
 
 DASHBOARD = os.path.join(REPO, "deploy", "grafana", "dpledger.json")
@@ -145,9 +145,10 @@ def test_debian_prometheus_fires_the_budget_alert(scene, tmp_path):
         "scrape_configs:\n"
         f"  - job_name: dpledger\n    static_configs: [{{targets: ['{scene['metrics']}']}}]\n")
     log = open(tmp_path / "prometheus.log", "wb")
-    proc = subprocess.Popen([binary, f"--config.file={config}", f"--web.listen-address={web}",
-                             f"--storage.tsdb.path={tmp_path / 'tsdb'}"],
-                            stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+    proc = subprocess.Popen(DIE_WITH_PARENT + [binary, f"--config.file={config}",
+                                               f"--web.listen-address={web}",
+                                               f"--storage.tsdb.path={tmp_path / 'tsdb'}"],
+                            stdout=log, stderr=subprocess.STDOUT)
     try:
         firing, deadline = [], time.monotonic() + 60
         while not firing and time.monotonic() < deadline and proc.poll() is None:
