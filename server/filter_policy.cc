@@ -263,20 +263,26 @@ std::optional<double> FilterPolicy::BudgetCurveDelta(double epsilon) const {
   if (kind_ == AdmissionKind::kRenyi) {
     const double order = rdp_order_;
     const double orders[] = {order};
-    const double budget[] = {RenyiBudget(order, budget_epsilon_, budget_delta_)};
+    // Admission compared conv(sum) <= epsilon_B in floating point; RenyiBudget reads the
+    // same conversion back with a rounding error ~1e-16 of its operands: widen by 1e-12 so
+    // the curve covers every sum admission let through.
+    const double budget[] = {RenyiBudget(order, budget_epsilon_, budget_delta_) * (1 + 1e-12) +
+                             1e-12};
     absl::StatusOr<core::RdpConversion> c = core::RdpToLogDelta(orders, budget, epsilon);
     return c.ok() ? std::exp(c->value) : 1.0;
   }
   if (kind_ == AdmissionKind::kGdp) {
-    // mu_B: the largest mu whose certified epsilon at delta_B is within the budget (the curve
-    // grows with mu), by bisection in log mu; the lower end is kept, so mu_B is not overstated.
+    // Every admitted ledger has mu with true epsilon_mu(delta_B) <= epsilon_B. A mu whose
+    // certified LOWER epsilon exceeds epsilon_B is larger than all of them (the curve grows
+    // with mu), so the run is mu-GDP for that mu: found by bisection in log mu, keeping the
+    // upper end; its certified delta upper bound is the release's curve.
     double lo = 1e-9, hi = 1e3;
-    if (!(core::GaussianEpsilonBound(lo, budget_delta_).upper <= budget_epsilon_)) return 1.0;
+    if (!(core::GaussianEpsilonBound(hi, budget_delta_).lower > budget_epsilon_)) return 1.0;
     for (int i = 0; i < 200 && hi / lo > 1 + 1e-13; ++i) {
       const double mid = std::sqrt(lo * hi);
-      (core::GaussianEpsilonBound(mid, budget_delta_).upper <= budget_epsilon_ ? lo : hi) = mid;
+      (core::GaussianEpsilonBound(mid, budget_delta_).lower > budget_epsilon_ ? hi : lo) = mid;
     }
-    return core::GaussianDeltaBound(lo, epsilon).upper;
+    return core::GaussianDeltaBound(hi, epsilon).upper;
   }
   return std::nullopt;
 }
