@@ -1,6 +1,7 @@
 #include "server/ledger_check.h"
 
 #include <cmath>
+#include <functional>
 
 #include "absl/strings/str_format.h"
 
@@ -83,95 +84,98 @@ absl::Status ReplayJob(Store& store, const JobRow& job, const PolicyOptions& opt
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status ReplaySpent(Store& store, const PolicyOptionsFn& policy_options,
-                         LedgerCheckStats* stats) {
-  LedgerCheckStats local;
+// Calls visit for every job of every tenant in key order, a page of jobs at a time.
+absl::Status ForEachJob(Store& store, const std::function<absl::Status(const JobRow&)>& visit) {
   JobKey after;
   for (;;) {
     absl::StatusOr<std::vector<JobRow>> jobs = store.ListAllJobs(after, kPage);
     if (!jobs.ok()) return jobs.status();
     for (const JobRow& job : *jobs) {
-      if (job.admission == AdmissionKind::kEvr) continue;
-      ++local.jobs;
-      if (absl::Status s = ReplayJob(store, job, policy_options(job), local); !s.ok()) return s;
+      if (absl::Status s = visit(job); !s.ok()) return s;
     }
-    if (static_cast<int>(jobs->size()) < kPage) break;
+    if (static_cast<int>(jobs->size()) < kPage) return absl::OkStatus();
     after = jobs->back().key;
   }
+}
+
+}  // namespace
+
+absl::Status ReplaySpent(Store& store, const PolicyOptionsFn& policy_options,
+                         LedgerCheckStats* stats) {
+  LedgerCheckStats local;
+  absl::Status s = ForEachJob(store, [&](const JobRow& job) -> absl::Status {
+    if (job.admission == AdmissionKind::kEvr) return absl::OkStatus();
+    ++local.jobs;
+    return ReplayJob(store, job, policy_options(job), local);
+  });
+  if (!s.ok()) return s;
   if (stats) *stats = local;
   return absl::OkStatus();
 }
 
 absl::Status CheckLedgerConsistency(Store& store, LedgerCheckStats* stats) {
   LedgerCheckStats local;
-  JobKey after;
-  for (;;) {
-    absl::StatusOr<std::vector<JobRow>> jobs = store.ListAllJobs(after, kPage);
-    if (!jobs.ok()) return jobs.status();
-    for (const JobRow& job : *jobs) {
-      ++local.jobs;
-      if (!(job.budget_epsilon > 0) || !(job.budget_delta > 0 && job.budget_delta < 1)) {
-        return Damaged(job.key, 0, absl::StrFormat("budget (%g, %g) is invalid",
-                                                   job.budget_epsilon, job.budget_delta));
+  absl::Status status = ForEachJob(store, [&](const JobRow& job) -> absl::Status {
+    ++local.jobs;
+    if (!(job.budget_epsilon > 0) || !(job.budget_delta > 0 && job.budget_delta < 1)) {
+      return Damaged(job.key, 0, absl::StrFormat("budget (%g, %g) is invalid",
+                                                 job.budget_epsilon, job.budget_delta));
+    }
+    int64_t last = 0;
+    std::vector<std::string> heads = {ChainGenesis(job)};  // heads[seq] (ledger_chain.h)
+    absl::Status s = ReplayLedger(
+        store, job.key,
+        [&](const UpdateRow& u, std::span<const core::MechanismEvent>) -> absl::Status {
+          ++local.updates;
+          last = u.seq;
+          heads.push_back(ChainUpdate(heads.back(), u));
+          if (u.chain != heads.back()) {
+            return Damaged(job.key, u.seq, absl::StrFormat(
+                "chain head %s, recomputed %s: %s", u.chain.empty() ? "(none)" : u.chain,
+                heads.back(),
+                u.seq == 1 ? "the job's configuration (budget, accountant, schedule, plan) "
+                             "or this entry was edited"
+                           : "this entry (steps, spent, num_steps_after) or one before it "
+                             "was edited, dropped or reordered"));
+          }
+          const core::EpsilonBound& b = u.spent;
+          if (std::isnan(b.lower) || std::isnan(b.upper) || std::isnan(b.estimate) ||
+              b.lower > b.upper) {
+            return Damaged(job.key, u.seq, absl::StrFormat("spent bound [%g, %g] is invalid",
+                                                           b.lower, b.upper));
+          }
+          if (b.upper > job.budget_epsilon) {
+            return Damaged(job.key, u.seq,
+                           absl::StrFormat("charged epsilon %g exceeds the budget %g", b.upper,
+                                           job.budget_epsilon));
+          }
+          return absl::OkStatus();
+        });
+    if (!s.ok()) return s;
+    absl::StatusOr<std::vector<ReleaseRow>> releases = store.ListReleases(job.key);
+    if (!releases.ok()) return releases.status();
+    std::string link = heads[0];
+    for (const ReleaseRow& r : *releases) {
+      ++local.releases;
+      if (r.ledger_seq > last || r.ledger_seq < 0) {
+        return Damaged(job.key, r.ledger_seq,
+                       absl::StrFormat("release '%s' covers seq %d beyond the ledger",
+                                       r.release_id, r.ledger_seq));
       }
-      int64_t last = 0;
-      std::vector<std::string> heads = {ChainGenesis(job)};  // heads[seq] (ledger_chain.h)
-      absl::Status s = ReplayLedger(
-          store, job.key,
-          [&](const UpdateRow& u, std::span<const core::MechanismEvent>) -> absl::Status {
-            ++local.updates;
-            last = u.seq;
-            heads.push_back(ChainUpdate(heads.back(), u));
-            if (u.chain != heads.back()) {
-              return Damaged(job.key, u.seq, absl::StrFormat(
-                  "chain head %s, recomputed %s: %s", u.chain.empty() ? "(none)" : u.chain,
-                  heads.back(),
-                  u.seq == 1 ? "the job's configuration (budget, accountant, schedule, plan) "
-                               "or this entry was edited"
-                             : "this entry (steps, spent, num_steps_after) or one before it "
-                               "was edited, dropped or reordered"));
-            }
-            const core::EpsilonBound& b = u.spent;
-            if (std::isnan(b.lower) || std::isnan(b.upper) || std::isnan(b.estimate) ||
-                b.lower > b.upper) {
-              return Damaged(job.key, u.seq, absl::StrFormat("spent bound [%g, %g] is invalid",
-                                                             b.lower, b.upper));
-            }
-            if (b.upper > job.budget_epsilon) {
-              return Damaged(job.key, u.seq,
-                             absl::StrFormat("charged epsilon %g exceeds the budget %g", b.upper,
-                                             job.budget_epsilon));
-            }
-            return absl::OkStatus();
-          });
-      if (!s.ok()) return s;
-      absl::StatusOr<std::vector<ReleaseRow>> releases = store.ListReleases(job.key);
-      if (!releases.ok()) return releases.status();
-      std::string link = heads[0];
-      for (const ReleaseRow& r : *releases) {
-        ++local.releases;
-        if (r.ledger_seq > last || r.ledger_seq < 0) {
-          return Damaged(job.key, r.ledger_seq,
-                         absl::StrFormat("release '%s' covers seq %d beyond the ledger",
-                                         r.release_id, r.ledger_seq));
-        }
-        link = ChainRelease(link, heads[r.ledger_seq], r);
-        if (r.chain != link) {
-          return Damaged(job.key, r.ledger_seq, absl::StrFormat(
-              "release '%s' chain link does not match its recomputation: it or a release "
-              "before it was edited or dropped", r.release_id));
-        }
-        if (Sha256Hex(r.payload) != r.payload_sha256) {
-          return Damaged(job.key, r.ledger_seq, absl::StrFormat(
-              "release '%s' payload does not match its SHA-256", r.release_id));
-        }
+      link = ChainRelease(link, heads[r.ledger_seq], r);
+      if (r.chain != link) {
+        return Damaged(job.key, r.ledger_seq, absl::StrFormat(
+            "release '%s' chain link does not match its recomputation: it or a release "
+            "before it was edited or dropped", r.release_id));
+      }
+      if (Sha256Hex(r.payload) != r.payload_sha256) {
+        return Damaged(job.key, r.ledger_seq, absl::StrFormat(
+            "release '%s' payload does not match its SHA-256", r.release_id));
       }
     }
-    if (static_cast<int>(jobs->size()) < kPage) break;
-    after = jobs->back().key;
-  }
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
   if (stats) *stats = local;
   return absl::OkStatus();
 }

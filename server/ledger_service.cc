@@ -89,8 +89,10 @@ absl::Status LedgerService::WaitTail(CommitTicketPtr tail) {
 }
 
 absl::StatusOr<std::unique_ptr<core::Accountant>> LedgerService::NewAccountant(
-    const JobRow& row, std::string_view name) const {
-  return core::CreateAccountant(name, PolicyOptionsFor(row).accountant_options);
+    const JobRow& row, std::string_view name, const core::PldOptions& pld) const {
+  core::AccountantOptions opts = PolicyOptionsFor(row).accountant_options;
+  opts.pld = pld;
+  return core::CreateAccountant(name, opts);
 }
 
 PolicyOptions LedgerService::PolicyOptionsFor(const JobRow& row) const {
@@ -540,9 +542,9 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
         absl::StrFormat("max_seconds must be a finite number >= 0, got %g", query.max_seconds));
   }
   // A precision of its own makes the answer a fresh PLD accountant's (never the cached one).
+  core::PldOptions pld = options_.accountant_options.pld;
   if (query.pld_precision != 0) {
-    core::PldOptions checked;
-    if (absl::Status s = core::ApplyPldPrecision(query.pld_precision, "pld_precision", &checked);
+    if (absl::Status s = core::ApplyPldPrecision(query.pld_precision, "pld_precision", &pld);
         !s.ok()) {
       return s;
     }
@@ -598,12 +600,8 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
       acc = std::move(lease->acc);
     }
     if (acc == nullptr || !ExtendToLedger(*acc, ledger)) {
-      absl::StatusOr<std::unique_ptr<core::Accountant>> fresh = NewAccountant(row, ans.accountant);
-      if (fresh.ok() && query.pld_precision != 0) {
-        core::AccountantOptions opts = PolicyOptionsFor(row).accountant_options;
-        (void)core::ApplyPldPrecision(query.pld_precision, "pld_precision", &opts.pld);  // valid
-        fresh = core::CreateAccountant("pld", opts);
-      }
+      absl::StatusOr<std::unique_ptr<core::Accountant>> fresh =
+          NewAccountant(row, ans.accountant, pld);
       if (!fresh.ok()) return fresh.status();
       // Composing a long ledger counts against the query's time too.
       (*fresh)->SetQueryTimeCap(QueryCap(ans.accountant, query.max_seconds));

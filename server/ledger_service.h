@@ -162,8 +162,9 @@ class LedgerService {
   JobInfo InfoLocked(const JobEntry& entry) const;
   // Waits for the job's pending commits (queries must not report what is not durable).
   static absl::Status WaitTail(CommitTicketPtr tail);
-  absl::StatusOr<std::unique_ptr<core::Accountant>> NewAccountant(const JobRow& row,
-                                                                  std::string_view name) const;
+  // A query accountant `name` for the job (its MC options) with these PLD options.
+  absl::StatusOr<std::unique_ptr<core::Accountant>> NewAccountant(
+      const JobRow& row, std::string_view name, const core::PldOptions& pld) const;
   // The time cap of one query by `accountant`: the server's (--query-mc-max-seconds for mc,
   // --query-max-seconds for the others) or the caller's deadline, whichever is sooner (0
   // means none for both).
