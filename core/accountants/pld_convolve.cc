@@ -54,6 +54,14 @@ double Kappa(int64_t n) { return 16 * kU * (std::log2(static_cast<double>(n)) + 
 // kappa ||x||_1, plus a few ulps of ||x||_1 for the rounding of the tilted input.
 double SpectrumError(const Spectrum& s) { return (Kappa(s.n) + 4 * kU) * s.l1; }
 
+// |z| rounded up: sqrt(re^2 + im^2) is within 2u of |z| unless the squares lose
+// range (then hypot, within 1 ulp); 4u covers either.
+double Magnitude(std::complex<double> z) {
+  const double nrm = z.real() * z.real() + z.imag() * z.imag();
+  const double r = nrm > 1e-290 && nrm < 1e290 ? std::sqrt(nrm) : std::hypot(z.real(), z.imag());
+  return r * (1 + 4 * kU);
+}
+
 // Below e^{kLogNegligible} a composed frequency is dropped (its error bound stays).
 constexpr double kLogNegligible = -200;
 constexpr double kULong = std::numeric_limits<long double>::epsilon() / 2;
@@ -124,19 +132,32 @@ CircularPmf ComposeCircular(const std::vector<SpectrumPower>& parts) {
     rel_norm += 10 * k * kU + 2 * kU;
   }
   std::vector<double> log_rho(parts.size());
+  double total_count = 0;
+  for (const SpectrumPower& part : parts) total_count += static_cast<double>(part.count);
+  // A negligible frequency (below) is off by at most (sum_e k_e + 1) e^{kLogNegligible}.
+  const double negligible_err = (total_count + 1) * std::exp(kLogNegligible);
   for (size_t i = 0; i < m; ++i) {
-    std::complex<double> c = 1;
-    double rel = 0, log_rho_sum = 0;
+    double log_rho_sum = 0;
     for (size_t e = 0; e < parts.size(); ++e) {
       const Spectrum& s = *parts[e].spectrum;
       // |A_j| and |Ahat_j| are both <= rho = |Ahat_j| + the transform's error bound.
-      log_rho[e] = std::log(std::abs(s.values[i]) * (1 + 2 * kU) + SpectrumError(s));
+      log_rho[e] = std::log(Magnitude(s.values[i]) + SpectrumError(s));
       log_rho_sum += static_cast<double>(parts[e].count) * log_rho[e];
     }
-    // Where |C_j| <= e^{log_rho_sum} is negligible, C_j is taken as 0 (error |C_j|)
-    // and the costly powers are skipped: most frequencies of a long composition.
-    const bool negligible = log_rho_sum < kLogNegligible;
-    for (size_t e = 0; e < parts.size() && !negligible; ++e) {
+    const double weight = (i == 0 || 2 * i == static_cast<size_t>(n)) ? 1 : 2;
+    // Where |C_j| <= e^{log_rho_sum} is negligible, C_j is taken as 0 and the costly
+    // powers are skipped (most frequencies of a long composition). Its error, |C_j|
+    // plus sum_e k_e |A_e - Ahat_e| rho_e^{k_e - 1} prod_{f != e} rho_f^{k_f} (below),
+    // is at most (sum_e k_e + 1) e^{log_rho_sum}, as |A_e - Ahat_e| <= rho_e.
+    if (log_rho_sum < kLogNegligible) {
+      prod.p[i][0] = 0;
+      prod.p[i][1] = 0;
+      sum_err += weight * negligible_err;
+      continue;
+    }
+    std::complex<double> c = 1;
+    double rel = 0;
+    for (size_t e = 0; e < parts.size(); ++e) {
       const std::complex<double> z = parts[e].spectrum->values[i];
       if (parts[e].count > 1) {
         const PowResult p = Pow(z, parts[e].count);
@@ -147,7 +168,6 @@ CircularPmf ComposeCircular(const std::vector<SpectrumPower>& parts) {
         rel += 4 * kU;
       }
     }
-    if (negligible) c = 0, rel = 1;
     prod.p[i][0] = c.real();
     prod.p[i][1] = c.imag();
     // |prod A^k - prod Ahat^k| <= sum_e k_e |A_e - Ahat_e| rho_e^{k_e - 1}
@@ -158,7 +178,6 @@ CircularPmf ComposeCircular(const std::vector<SpectrumPower>& parts) {
       err += k * SpectrumError(*parts[e].spectrum) * std::exp(log_rho_sum - log_rho[e]);
     }
     err += rel * std::exp(log_rho_sum);
-    const double weight = (i == 0 || 2 * i == static_cast<size_t>(n)) ? 1 : 2;
     sum_err += weight * err;
     sum_abs += weight * std::abs(c);
   }
