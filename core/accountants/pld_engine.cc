@@ -209,17 +209,32 @@ absl::StatusOr<PldPlan> PldEngine::PlanOnGrid(std::span<const MechanismEvent> ev
 
 absl::StatusOr<PldEngine::Curves> PldEngine::Compute(std::span<const MechanismEvent> events,
                                                      Direction direction, const PldPlan& plan,
-                                                     double h, double log_delta_target) {
+                                                     double h, double log_delta_target,
+                                                     bool with_opt) {
   const double log_budget = std::log(TruncationShare()) + log_delta_target;
   const double tail = StepTail(plan, log_delta_target);
   absl::StatusOr<ComposedWindow> pess =
       ComposeSide(events, direction, plan, h, tail, log_budget, PldSide::kPessimistic);
   if (!pess.ok()) return pess.status();
+  Curves c{PldCurve(*pess), std::nullopt, static_cast<int64_t>(pess->w.size()), pess->outside,
+           tail};
+  if (with_opt) {
+    if (absl::Status s = AddOptimistic(events, direction, plan, h, log_delta_target, &c); !s.ok()) {
+      return s;
+    }
+  }
+  return c;
+}
+
+absl::Status PldEngine::AddOptimistic(std::span<const MechanismEvent> events,
+                                      Direction direction, const PldPlan& plan, double h,
+                                      double log_delta_target, Curves* c) {
+  const double log_budget = std::log(TruncationShare()) + log_delta_target;
   absl::StatusOr<ComposedWindow> opt =
-      ComposeSide(events, direction, plan, h, tail, log_budget, PldSide::kOptimistic);
+      ComposeSide(events, direction, plan, h, c->tail, log_budget, PldSide::kOptimistic);
   if (!opt.ok()) return opt.status();
-  return Curves{PldCurve(*pess), PldCurve(*opt), static_cast<int64_t>(pess->w.size()),
-                pess->outside, tail};
+  c->opt.emplace(*opt);
+  return absl::OkStatus();
 }
 
 double PldEngine::InitialStep(std::span<const MechanismEvent> events, Direction direction,
@@ -274,7 +289,7 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
   bool have = false, retargeted = false, replanned = false;
   int coarsenings = 0;
   for (int r = 0; r <= (fixed ? 0 : options_.max_refinements);) {
-    absl::StatusOr<Curves> c = Compute(events, direction, *plan, h, log_target);
+    absl::StatusOr<Curves> c = Compute(events, direction, *plan, h, log_target, replanned);
     if (!c.ok()) {
       // Past the deadline a finer grid is abandoned: the coarser interval stands.
       if (have && c.status().code() == absl::StatusCode::kDeadlineExceeded) break;
@@ -296,7 +311,6 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
     }
     h_done = h;
     const double up = std::min(1.0, std::exp(c->pess.LogDelta(epsilon)));
-    const double low = std::min(up, std::exp(c->opt.LogDelta(epsilon)));
     // Truncated mass above a tenth of the delta target (1e-3 of delta by default).
     const double outside_share = 0.1 * options_.delta_relative_accuracy;
     if (!retargeted && c->outside > outside_share * up && up > 0) {
@@ -316,6 +330,10 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
         continue;
       }
     }
+    // The plan is settled: this grid's optimistic side (a failure is handled as for
+    // the whole grid above, by computing both sides again).
+    if (!c->opt && !AddOptimistic(events, direction, *plan, h, log_target, &*c).ok()) continue;
+    const double low = std::min(up, std::exp(c->opt->LogDelta(epsilon)));
     // Every grid gives a certified interval: keep their intersection, and stop
     // refining once a finer grid no longer narrows it (round-off has taken over).
     const double prev_gap = have ? result.upper - result.lower : kInf;
@@ -358,7 +376,7 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
   double log_target = log_delta;
   int coarsenings = 0;
   for (int r = 0; r <= (fixed ? 0 : options_.max_refinements);) {
-    absl::StatusOr<Curves> c = Compute(events, direction, *plan, h, log_target);
+    absl::StatusOr<Curves> c = Compute(events, direction, *plan, h, log_target, replanned);
     if (!c.ok()) {
       // Past the deadline a finer grid is abandoned: the coarser interval stands.
       if (have && c.status().code() == absl::StatusCode::kDeadlineExceeded) break;
@@ -386,8 +404,6 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       log_target = log_delta + std::log(1e-3) + log_delta - c->pess.log_outside();
       continue;
     }
-    absl::StatusOr<double> low = c->opt.Epsilon(log_delta);
-    if (!low.ok()) return low.status();
     if (!replanned) {
       // The saddle-point guess of epsilon was off, or the exact CGF that guided it
       // is ruled by losses beyond the truncated tails (rare sampled steps: per step
@@ -403,6 +419,10 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
         continue;
       }
     }
+    // As in Delta: the optimistic side once the plan is settled.
+    if (!c->opt && !AddOptimistic(events, direction, *plan, h, log_target, &*c).ok()) continue;
+    absl::StatusOr<double> low = c->opt->Epsilon(log_delta);
+    if (!low.ok()) return low.status();
     const double prev_gap = have ? result.upper - result.lower : kInf;
     const double lo = std::min(*low, *up);
     if (!have || *up - lo < prev_gap) result = {lo, *up, h, plan->tilt, c->n};
@@ -441,7 +461,7 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       absl::StatusOr<Curves> c = Compute(events, direction, *alt, result.step, log_target);
       if (!c.ok()) continue;
       absl::StatusOr<double> up = c->pess.Epsilon(log_delta);
-      absl::StatusOr<double> low = c->opt.Epsilon(log_delta);
+      absl::StatusOr<double> low = c->opt->Epsilon(log_delta);
       if (up.ok()) result.upper = std::min(result.upper, *up);
       if (low.ok()) result.lower = std::max(result.lower, std::min(*low, result.upper));
     }

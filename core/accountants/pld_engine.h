@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -105,7 +106,8 @@ class PldEngine {
     size_t cap_bytes, total_bytes = 0;
   };
   struct Curves {
-    PldCurve pess, opt;
+    PldCurve pess;
+    std::optional<PldCurve> opt;  // left out until the plan is settled (AddOptimistic)
     int64_t n;
     double outside;  // pessimistic mass counted as +infinity
     double tail;     // per-step tail mass the grids were truncated at
@@ -114,8 +116,13 @@ class PldEngine {
   absl::StatusOr<std::shared_ptr<const StepEntry>> Step(const StepKey& key);
   absl::StatusOr<std::shared_ptr<const TiltEntry>> Tilted(const TiltKey& key);
   absl::StatusOr<std::shared_ptr<const Spectrum>> SpectrumFor(const SpectrumKey& key);
+  // The pessimistic curve, and the optimistic one when with_opt (a grid whose plan
+  // then moves needs only its pessimistic side: the optimistic one is never read).
   absl::StatusOr<Curves> Compute(std::span<const MechanismEvent> events, Direction direction,
-                                 const PldPlan& plan, double h, double log_delta_target);
+                                 const PldPlan& plan, double h, double log_delta_target,
+                                 bool with_opt = true);
+  absl::Status AddOptimistic(std::span<const MechanismEvent> events, Direction direction,
+                             const PldPlan& plan, double h, double log_delta_target, Curves* c);
   absl::StatusOr<ComposedWindow> ComposeSide(std::span<const MechanismEvent> events,
                                              Direction direction, const PldPlan& plan, double h,
                                              double tail, double log_budget, PldSide side);
