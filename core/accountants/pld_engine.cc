@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 #include <cstdlib>
+#include <limits>
 
 #include "absl/strings/str_format.h"
 #include "core/accountants/pld_window.h"
@@ -24,6 +25,10 @@ constexpr double kWrapShare = 1e-12;
 constexpr double kMinStepTail = 1e-250, kMaxStepTail = 1e-10;
 // When a first grid does not fit max_grid_points, coarsen this many times.
 constexpr int kMaxCoarsenings = 8;
+constexpr double kU = std::numeric_limits<double>::epsilon() / 2;
+// NarrowWindowTilt's bound on the share of the precision target that a smaller
+// tilt's FFT round-off may take.
+constexpr double kRoundOffShare = 0.05;
 // Finest first grid step (nats). Steps are chosen from the ledger's spread, which
 // is ~1e-300 for sigma = 1e300 or pure_dp epsilon = 1e-300 (issue 11: a zero step
 // hung InitialStep's doubling loop); 2^-40 nats is far below any budget's
@@ -104,38 +109,120 @@ absl::StatusOr<std::shared_ptr<const Spectrum>> PldEngine::SpectrumFor(const Spe
   return std::shared_ptr<const Spectrum>(s);
 }
 
-absl::StatusOr<ComposedWindow> PldEngine::ComposeSide(std::span<const MechanismEvent> events,
-                                                      Direction direction, const PldPlan& plan,
-                                                      double h, double tail, double log_budget,
-                                                      PldSide side) {
-  std::vector<TiltKey> keys;
-  std::vector<std::shared_ptr<const TiltEntry>> held;
-  std::vector<WindowPart> parts;
+absl::StatusOr<PldEngine::SideParts> PldEngine::PartsFor(std::span<const MechanismEvent> events,
+                                                         Direction direction, const PldPlan& plan,
+                                                         double h, double tail, PldSide side) {
+  SideParts sp;
   for (const MechanismEvent& e : events) {
     TiltKey key{{e.mechanism, LawDirection(e.mechanism, direction), h, tail}, plan.tilt, side};
     absl::StatusOr<std::shared_ptr<const TiltEntry>> t = Tilted(key);
     if (!t.ok()) return t.status();
-    held.push_back(*t);
-    keys.push_back(key);
-    parts.push_back({&(*t)->pmf, &(*t)->tilted, (*t)->mean0, (*t)->var0, e.count});
+    sp.held.push_back(*t);
+    sp.keys.push_back(key);
+    sp.parts.push_back({&(*t)->pmf, &(*t)->tilted, (*t)->mean0, (*t)->var0, e.count});
   }
-  if (absl::Status s = deadline_.Check("pld: composing the ledger"); !s.ok()) return s;
+  return sp;
+}
+
+absl::StatusOr<WindowPlan> PldEngine::WindowFor(const SideParts& sp, const PldPlan& plan, double h,
+                                                double log_budget) const {
   WindowBudget budget;
   budget.log_untilted = log_budget;
   budget.log_wrap = std::log(kWrapShare * h / std::max(plan.sd, h));
-  absl::StatusOr<WindowPlan> wp = PlanWindow(parts, h, plan.tilt, budget, options_.max_grid_points);
+  return PlanWindow(sp.parts, h, plan.tilt, budget, options_.max_grid_points);
+}
+
+absl::StatusOr<ComposedWindow> PldEngine::ComposeSide(std::span<const MechanismEvent> events,
+                                                      Direction direction, const PldPlan& plan,
+                                                      double h, double tail, double log_budget,
+                                                      PldSide side) {
+  absl::StatusOr<SideParts> sp = PartsFor(events, direction, plan, h, tail, side);
+  if (!sp.ok()) return sp.status();
+  if (absl::Status s = deadline_.Check("pld: composing the ledger"); !s.ok()) return s;
+  absl::StatusOr<WindowPlan> wp = WindowFor(*sp, plan, h, log_budget);
   if (!wp.ok()) return wp.status();
   std::vector<std::shared_ptr<const Spectrum>> spectra;
   std::vector<SpectrumPower> powers;
-  for (size_t i = 0; i < keys.size(); ++i) {
+  for (size_t i = 0; i < sp->keys.size(); ++i) {
     if (absl::Status s = deadline_.Check("pld: transforming a step"); !s.ok()) return s;
-    absl::StatusOr<std::shared_ptr<const Spectrum>> s = SpectrumFor({keys[i], wp->n});
+    absl::StatusOr<std::shared_ptr<const Spectrum>> s = SpectrumFor({sp->keys[i], wp->n});
     if (!s.ok()) return s.status();
     spectra.push_back(*s);
-    powers.push_back({spectra.back().get(), parts[i].count});
+    powers.push_back({spectra.back().get(), sp->parts[i].count});
   }
   const CircularPmf circular = ComposeCircular(powers);
-  return AssembleWindow(*wp, circular, parts, side);
+  return AssembleWindow(*wp, circular, sp->parts, side);
+}
+
+// Why a smaller tilt: the tilt only decides where FFT round-off is smallest and how
+// wide the window is, never validity (pld_window.h). The tilt that centres the grid
+// law on epsilon can make its upper tail heavy (rare sampled steps: the tilted law
+// has a Poisson number of jumps to the top of the step grids), so the window spans
+// ~20 nats where the law's spread is ~1 (1e4 DP-SGD steps, q = 1e-3: 262144 points
+// instead of 65536). A smaller tilt t is taken when its window needs fewer points
+// and its round-off is still negligible, estimated as follows. The round-off bound
+// on each composed entry is about k kappa(n) times the tilted peak h / (sd sqrt(2 pi))
+// (k steps, pld_convolve.h); the pessimistic curve adds it to every entry above
+// epsilon, untilted by e^{K(t) - t l}, which sums to about k kappa(n) e^{K(t) - t eps}
+// / (sqrt(2 pi) sd t). Relative to delta it is at most that over delta, as the
+// tilted mass above epsilon is at least e^{t eps - K(t)} delta. t is taken when this
+// share is below kRoundOffShare of the precision target (5%: the interval is then
+// the same to a few percent of its width, in practice to ~1e-7 relative).
+absl::StatusOr<PldPlan> PldEngine::NarrowWindowTilt(std::span<const MechanismEvent> events,
+                                                    Direction direction, const PldPlan& plan,
+                                                    double h, double log_delta_target,
+                                                    double epsilon, double accuracy,
+                                                    double log_delta) {
+  if (!(plan.tilt > 0)) return plan;
+  const double tail = StepTail(plan, log_delta_target);
+  const double log_budget = std::log(TruncationShare()) + log_delta_target;
+  constexpr int64_t kNoFit = std::numeric_limits<int64_t>::max();
+  struct Size {
+    int64_t n;  // FFT size of the pessimistic window (kNoFit above the grid cap)
+    double k;   // K(tilt) of the pessimistic grid laws
+  };
+  // Also sets p's centre and spread from the same tilted grid laws.
+  auto size_at = [&](PldPlan& p) -> absl::StatusOr<Size> {
+    absl::StatusOr<SideParts> sp = PartsFor(events, direction, p, h, tail, PldSide::kPessimistic);
+    if (!sp.ok()) return sp.status();
+    double center = 0, var = 0, k = 0;
+    for (const WindowPart& part : sp->parts) {
+      const double c = static_cast<double>(part.count);
+      center += c * part.tilted->mean;
+      var += c * part.tilted->var;
+      k += c * part.tilted->log_norm;
+    }
+    p.center = center;
+    p.sd = std::sqrt(var);
+    absl::StatusOr<WindowPlan> wp = WindowFor(*sp, p, h, log_budget);
+    if (!wp.ok()) {
+      if (wp.status().code() == absl::StatusCode::kOutOfRange) return Size{kNoFit, k};
+      return wp.status();
+    }
+    return Size{wp->n, k};
+  };
+  PldPlan top = plan;
+  absl::StatusOr<Size> top_size = size_at(top);
+  if (!top_size.ok()) return top_size.status();
+  PldPlan best = plan;
+  int64_t best_n = top_size->n;
+  // The share of delta that round-off adds at p's tilt (see above).
+  auto round_off_share = [&](const PldPlan& p, const Size& size) {
+    const double kappa = 16 * kU * (std::log2(static_cast<double>(size.n)) + 2);
+    return plan.num_steps * kappa * std::exp(size.k - p.tilt * epsilon - log_delta) /
+           (2.5 * std::max(p.sd, h) * std::max(p.tilt, 1.0));
+  };
+  for (double scale : {std::sqrt(0.5), 0.5}) {
+    PldPlan p = plan;
+    p.tilt = plan.tilt * scale;
+    absl::StatusOr<Size> size = size_at(p);
+    if (!size.ok()) return size.status();
+    if (size->n < best_n && round_off_share(p, *size) <= kRoundOffShare * accuracy) {
+      best = p;
+      best_n = size->n;
+    }
+  }
+  return best;
 }
 
 double PldEngine::TruncationShare() const {
@@ -327,8 +414,14 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
       if (moved) {
         h = std::min(h, InitialStep(events, direction, *plan, std::max(epsilon, plan->sd),
                                     delta_accuracy));
-        continue;
       }
+      absl::StatusOr<PldPlan> narrow =
+          NarrowWindowTilt(events, direction, *plan, h, log_target, epsilon,
+                           options_.delta_relative_accuracy, std::log(up));
+      if (!narrow.ok()) return narrow.status();
+      const bool narrowed = narrow->tilt != plan->tilt;
+      plan = narrow;
+      if (moved || narrowed) continue;
     }
     // The plan is settled: this grid's optimistic side (a failure is handled as for
     // the whole grid above, by computing both sides again).
@@ -416,8 +509,13 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       if (moved) {
         h = std::min(h, InitialStep(events, direction, *plan, std::max(plan->center, plan->sd),
                                     accuracy));
-        continue;
       }
+      absl::StatusOr<PldPlan> narrow =
+          NarrowWindowTilt(events, direction, *plan, h, log_target, *up, accuracy, log_delta);
+      if (!narrow.ok()) return narrow.status();
+      const bool narrowed = narrow->tilt != plan->tilt;
+      plan = narrow;
+      if (moved || narrowed) continue;
     }
     // As in Delta: the optimistic side once the plan is settled.
     if (!c->opt && !AddOptimistic(events, direction, *plan, h, log_target, &*c).ok()) continue;

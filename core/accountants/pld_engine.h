@@ -22,6 +22,7 @@
 #include "core/accountants/pld_grid.h"
 #include "core/accountants/pld_plan.h"
 #include "core/accountants/pld_precision.h"
+#include "core/accountants/pld_window.h"
 #include "core/plrv/plrv.h"
 #include "core/util/deadline.h"
 
@@ -123,6 +124,23 @@ class PldEngine {
                                  bool with_opt = true);
   absl::Status AddOptimistic(std::span<const MechanismEvent> events, Direction direction,
                              const PldPlan& plan, double h, double log_delta_target, Curves* c);
+  // One side's tilted step laws at `plan.tilt` (held) as window parts.
+  struct SideParts {
+    std::vector<TiltKey> keys;
+    std::vector<std::shared_ptr<const TiltEntry>> held;
+    std::vector<WindowPart> parts;
+  };
+  absl::StatusOr<SideParts> PartsFor(std::span<const MechanismEvent> events, Direction direction,
+                                     const PldPlan& plan, double h, double tail, PldSide side);
+  absl::StatusOr<WindowPlan> WindowFor(const SideParts& sp, const PldPlan& plan, double h,
+                                       double log_budget) const;
+  // The plan at a smaller tilt (plan.tilt / sqrt 2 or / 2) when its composed window
+  // needs fewer FFT points and its FFT round-off at `epsilon`, where delta is about
+  // e^{log_delta}, stays below 5% of `accuracy` (see the .cc); otherwise `plan`.
+  absl::StatusOr<PldPlan> NarrowWindowTilt(std::span<const MechanismEvent> events,
+                                           Direction direction, const PldPlan& plan, double h,
+                                           double log_delta_target, double epsilon,
+                                           double accuracy, double log_delta);
   absl::StatusOr<ComposedWindow> ComposeSide(std::span<const MechanismEvent> events,
                                              Direction direction, const PldPlan& plan, double h,
                                              double tail, double log_budget, PldSide side);

@@ -191,7 +191,12 @@ StepPmf OptimisticPmf(const StepDiscretization& d, double tilt) {
   double best_cost = kInf, f = 0;
   std::vector<double> grid;
   int64_t lo = 0;
-  for (double cand : candidates) {
+  for (size_t ci = 0; ci < candidates.size(); ++ci) {
+    const double cand = candidates[ci];
+    // The heaviest outcomes tilted and untilted are often the same: evaluate once.
+    if (std::find(candidates.begin(), candidates.begin() + ci, cand) != candidates.begin() + ci) {
+      continue;
+    }
     std::vector<CellOutcome> cells = CellsFor(d, cand, pre);
     const int64_t c_lo = cells.front().cell, c_hi = cells.back().cell + 1;
     std::vector<double> g(static_cast<size_t>(c_hi - c_lo + 1), 0.0);
