@@ -89,6 +89,36 @@ PowResult Pow(std::complex<double> z, int64_t k) {
   return {std::polar(std::exp(lm), static_cast<double>(ang)), rel};
 }
 
+// Largest power taken by repeated squaring (its bound below needs k u <= 1e-10).
+constexpr int64_t kMaxSquaringPower = int64_t{1} << 20;
+
+// z^k by repeated squaring, about 4x faster than the polar form (no transcendental).
+// A complex product of values with relative errors a and b is within a + b + ab +
+// sqrt(2) gamma_2 (1 + a)(1 + b) of the exact one (Higham 2002, Lemma 3.5: the usual
+// formula is within sqrt(2) gamma_2 |x||y|); by induction over the squarings and
+// products, z^m is within (m - 1) 2.9u for m <= kMaxSquaringPower (the second-order
+// terms are below 1% of it), so 3u k bounds it. |z| <= 1 (up to rounding), so every
+// intermediate power is at least |z|^k in modulus: when the result is far above the
+// double range's floor, nothing underflowed; otherwise the polar form is used.
+PowResult PowBySquaring(std::complex<double> z, int64_t k) {
+  if (k > kMaxSquaringPower) return Pow(z, k);
+  double re = 1, im = 0, br = z.real(), bi = z.imag();
+  for (int64_t e = k;;) {
+    if (e & 1) {
+      const double r = re * br - im * bi;
+      im = re * bi + im * br;
+      re = r;
+    }
+    e >>= 1;
+    if (e == 0) break;
+    const double r = br * br - bi * bi;
+    bi = 2 * br * bi;
+    br = r;
+  }
+  if (!(re * re + im * im > 1e-280)) return Pow(z, k);
+  return {{re, im}, 3 * kU * static_cast<double>(k)};
+}
+
 }  // namespace
 
 Spectrum ComputeSpectrum(const TiltedPmf& pmf, int64_t n) {
@@ -160,7 +190,7 @@ CircularPmf ComposeCircular(const std::vector<SpectrumPower>& parts) {
     for (size_t e = 0; e < parts.size(); ++e) {
       const std::complex<double> z = parts[e].spectrum->values[i];
       if (parts[e].count > 1) {
-        const PowResult p = Pow(z, parts[e].count);
+        const PowResult p = PowBySquaring(z, parts[e].count);
         c *= p.value;
         rel += p.rel_err + 4 * kU;  // and the complex product
       } else {
