@@ -125,7 +125,6 @@ Spectrum ComputeSpectrum(const TiltedPmf& pmf, int64_t n) {
   DPL_CHECK(n >= 2 && (n & (n - 1)) == 0);
   const Plans& plans = PlansFor(n);
   FftwArray<double> in(static_cast<size_t>(n));
-  FftwArray<fftw_complex> out(static_cast<size_t>(n / 2 + 1));
   for (int64_t i = 0; i < n; ++i) in.p[i] = 0;
   // Entry i sits at origin + i h; wrapping modulo n keeps the residue of i.
   for (size_t i = 0; i < pmf.w.size(); ++i) in.p[static_cast<int64_t>(i) % n] += pmf.w[i];
@@ -138,9 +137,9 @@ Spectrum ComputeSpectrum(const TiltedPmf& pmf, int64_t n) {
   }
   s.l2 = std::sqrt(l2);
   s.l1 = l1;
-  fftw_execute_dft_r2c(plans.forward, in.p, out.p);
+  // std::complex<double> has fftw_complex's layout; both arrays are fftw_malloc'd.
   s.values.resize(static_cast<size_t>(n / 2 + 1));
-  for (int64_t i = 0; i <= n / 2; ++i) s.values[static_cast<size_t>(i)] = {out.p[i][0], out.p[i][1]};
+  fftw_execute_dft_r2c(plans.forward, in.p, reinterpret_cast<fftw_complex*>(s.values.data()));
   return s;
 }
 
@@ -211,15 +210,14 @@ CircularPmf ComposeCircular(const std::vector<SpectrumPower>& parts) {
     sum_err += weight * err;
     sum_abs += weight * std::abs(c);
   }
-  FftwArray<double> out(static_cast<size_t>(n));
-  fftw_execute_dft_c2r(PlansFor(n).backward, prod.p, out.p);
   CircularPmf r;
   r.w.resize(static_cast<size_t>(n));
+  fftw_execute_dft_c2r(PlansFor(n).backward, prod.p, r.w.data());
   const double scale = 1.0 / static_cast<double>(n);  // exact: n is a power of 2
   double c2 = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    r.w[static_cast<size_t>(i)] = out.p[i] * scale;
-    c2 += r.w[static_cast<size_t>(i)] * r.w[static_cast<size_t>(i)];
+  for (double& x : r.w) {
+    x *= scale;
+    c2 += x * x;
   }
   c2 = std::sqrt(c2);
   // Componentwise: each output is (1/n) sum_j e^{..} C_j, so the spectrum errors

@@ -35,6 +35,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/accountants/pld_fftw_buffer.h"
 #include "core/accountants/pld_grid.h"
 
 namespace dpledger::core {
@@ -42,7 +43,7 @@ namespace dpledger::core {
 // The transform of a tilted PMF wrapped onto n points (n a power of 2, >= 2).
 struct Spectrum {
   int64_t n = 0;
-  std::vector<std::complex<double>> values;  // n/2 + 1 (real-input transform)
+  FftwVector<std::complex<double>> values;  // n/2 + 1 (real-input transform)
   double l2 = 0;                             // ||w||_2 of the wrapped input
   double l1 = 0;                             // ||w||_1 of the wrapped input
 };
@@ -57,7 +58,7 @@ struct SpectrumPower {
 // sum_e count_e * origin_e + (j + m n) h, m any integer; err bounds every entry's
 // absolute round-off. Spectra must all have the same n.
 struct CircularPmf {
-  std::vector<double> w;
+  FftwVector<double> w;
   double err = 0;
 };
 CircularPmf ComposeCircular(const std::vector<SpectrumPower>& parts);

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/accountants/pld_fftw_buffer.h"
 #include "core/accountants/pld_grid.h"
 
 namespace dpledger::core {
@@ -34,7 +35,7 @@ namespace dpledger::core {
 struct ComposedWindow {
   PldSide side = PldSide::kPessimistic;
   double h = 0, origin = 0, tilt = 0, log_norm = 0;
-  std::vector<double> w;  // tilted weights at origin + i h
+  FftwVector<double> w;   // tilted weights at origin + i h
   double err = 0;         // |w_i - exact_i| <= err (FFT round-off)
   double wrap = 0;        // tilted mass wrapped into the window from outside (<=)
   double outside = 0;     // C: mass counted as +infinity (see above)

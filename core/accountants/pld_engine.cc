@@ -150,8 +150,7 @@ absl::StatusOr<ComposedWindow> PldEngine::ComposeSide(std::span<const MechanismE
     spectra.push_back(*s);
     powers.push_back({spectra.back().get(), sp->parts[i].count});
   }
-  const CircularPmf circular = ComposeCircular(powers);
-  return AssembleWindow(*wp, circular, sp->parts, side);
+  return AssembleWindow(*wp, ComposeCircular(powers), sp->parts, side);
 }
 
 // Why a smaller tilt: the tilt only decides where FFT round-off is smallest and how

@@ -125,7 +125,7 @@ absl::StatusOr<WindowPlan> PlanWindow(const std::vector<WindowPart>& parts, doub
   return plan;
 }
 
-ComposedWindow AssembleWindow(const WindowPlan& plan, const CircularPmf& circular,
+ComposedWindow AssembleWindow(const WindowPlan& plan, CircularPmf&& circular,
                               const std::vector<WindowPart>& parts, PldSide side) {
   ComposedWindow win;
   win.side = side;
@@ -147,12 +147,10 @@ ComposedWindow AssembleWindow(const WindowPlan& plan, const CircularPmf& circula
   win.origin = static_cast<double>((origin_units + first) * static_cast<long double>(h));
   const int64_t n = plan.n;
   const int64_t shift = static_cast<int64_t>(std::fmod(first, static_cast<long double>(n)));
-  win.w.resize(static_cast<size_t>(n));
-  for (int64_t r = 0; r < n; ++r) {
-    int64_t j = (shift + r) % n;
-    if (j < 0) j += n;
-    win.w[static_cast<size_t>(r)] = circular.w[static_cast<size_t>(j)];
-  }
+  // Entry r of the window is entry (shift + r) mod n of the circle.
+  const int64_t start = ((shift % n) + n) % n;
+  win.w = std::move(circular.w);
+  std::rotate(win.w.begin(), win.w.begin() + start, win.w.end());
   win.err = circular.err;
   win.wrap = std::exp(plan.log_wrap);
   if (side == PldSide::kPessimistic) {

@@ -54,7 +54,8 @@ struct WindowPlan {
 absl::StatusOr<WindowPlan> PlanWindow(const std::vector<WindowPart>& parts, double h, double tilt,
                                       const WindowBudget& budget, int64_t max_points);
 
-ComposedWindow AssembleWindow(const WindowPlan& plan, const CircularPmf& circular,
+// Takes the circular result's storage (rotated in place).
+ComposedWindow AssembleWindow(const WindowPlan& plan, CircularPmf&& circular,
                               const std::vector<WindowPart>& parts, PldSide side);
 
 }  // namespace dpledger::core
