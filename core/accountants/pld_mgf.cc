@@ -54,8 +54,14 @@ double MgfTable::operator()(double t) const {
   const StepPmf& pmf = *pmf_;
   const double th = t * pmf.h;
   if (!(std::fabs(th) * kBlock <= kBlockSpan)) return LogMgfUpper(pmf, t);
+  // e^{t h j} = e^{t h 8a} e^{t h b}, j = 8a + b: 40 exps per call instead of kBlock.
   alignas(64) std::array<double, kBlock> p;
-  for (size_t j = 0; j < kBlock; ++j) p[j] = std::exp(th * static_cast<double>(j));
+  std::array<double, 8> fine;
+  for (size_t b = 0; b < 8; ++b) fine[b] = std::exp(th * static_cast<double>(b));
+  for (size_t a = 0; a < kBlock; a += 8) {
+    const double coarse = std::exp(th * static_cast<double>(a));
+    for (size_t b = 0; b < 8; ++b) p[a + b] = coarse * fine[b];
+  }
   const size_t blocks = block_max_.size();
   // Exponent of each block's factor, and the largest.
   double top = -kInf, largest = 0;
