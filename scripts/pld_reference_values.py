@@ -184,6 +184,9 @@ def main():
         print(f"      {{{sigma}, {q}, {k}, Direction::k{d.capitalize()}, "
               f"{'true' if query == 'eps' else 'false'}, {v}, {val:.10g}, {acc:.2g}}},{extra}")
         sys.stdout.flush()
+    # --pld-precision 1e-4 check (pld_sampling_rates_test.cc): finer grids, 2e-5 / 1e-5.
+    val, acc = richardson(lambda hh: sg_delta(0.5, 1e-3, 1000, "remove", 2.0, hh), 2e-5)
+    print(f"      // knob: sigma 0.5, q 1e-3, k 1000, remove, delta(2) = {val:.10g} +- {acc:.2g}")
     for sigma, k in [(70.0, 1200), (10.0, 100), (300.0, 100000)]:
         mu = np.sqrt(k) / sigma
         for delta in [1e-5, 1e-9, 1e-12]:

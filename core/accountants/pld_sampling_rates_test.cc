@@ -72,6 +72,23 @@ TEST(PldSamplingRates, SubsampledGaussianMatchesFineGridReference) {
   }
 }
 
+// The knob at 1e-4 where the grid cap used to stop it (issue 15: 4M points gave a
+// 1.5e-3 wide interval; the narrower window now reaches the target). Reference:
+// scripts/pld_reference_values.py at h = 2e-5 and 1e-5, 1.5097140133e-4 +- 9e-12.
+TEST(PldSamplingRates, PrecisionKnobReachesOneInTenThousandAtSmallQ) {
+  PldOptions o;
+  SetPldPrecision(1e-4, &o);
+  PldEngine engine(o);
+  const std::vector<MechanismEvent> ledger = {{*Mechanism::SubsampledGaussian(0.5, 1e-3), 1000}};
+  absl::StatusOr<PldInterval> b = engine.Delta(ledger, Direction::kRemove, 2.0);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const double ref = 1.5097140133e-4, acc = 1e-11;
+  EXPECT_LE(b->lower, ref + acc);
+  EXPECT_GE(b->upper, ref - acc);
+  EXPECT_LE(b->upper - b->lower, 1e-4 * b->upper);
+  EXPECT_EQ(b->stop, PldStop::kTargetMet);
+}
+
 TEST(PldSamplingRates, GaussianMatchesClosedForm) {
   struct GaussRow {
     double sigma;
