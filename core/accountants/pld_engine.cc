@@ -19,7 +19,8 @@ namespace {
 // Tighter precision targets lower it (PldEngine::TruncationShare).
 constexpr double kTruncationShare = 1e-4;
 // Tilted mass allowed to wrap around the FFT circle, relative to the height of the
-// composed tilted law (about h / sd): far below its FFT round-off.
+// composed tilted law (about h / sd). It is above the FFT round-off (~1e-16 of the
+// peak) and is charged to both bounds (pld_window.h: wrap-around), so it costs width only.
 constexpr double kWrapShare = 1e-12;
 // Step-tail masses are kept within these (powers of 10, for cache reuse).
 constexpr double kMinStepTail = 1e-250, kMaxStepTail = 1e-10;
