@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "server/sqlite_fault_vfs.h"
 #include "server/sqlite_schema.h"
 #include "server/sqlite_util.h"
 #include "spdlog/spdlog.h"
@@ -25,7 +27,8 @@ absl::StatusOr<sqlite3*> OpenConnection(const SqliteStoreOptions& options, bool 
   sqlite3* db = nullptr;
   const int flags = (writer ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY) |
                     SQLITE_OPEN_NOMUTEX;
-  const int rc = sqlite3_open_v2(options.path.c_str(), &db, flags, nullptr);
+  const int rc = sqlite3_open_v2(options.path.c_str(), &db, flags,
+                                 options.vfs.empty() ? nullptr : options.vfs.c_str());
   if (rc != SQLITE_OK) {
     absl::Status s = Error(db, rc, absl::StrFormat("open '%s'", options.path));
     sqlite3_close(db);
@@ -137,8 +140,17 @@ std::string Sql(std::string_view fmt_prefix, std::string_view columns, std::stri
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStoreOptions& options) {
-  if (options.path.empty()) return absl::InvalidArgumentError("sqlite path must not be empty");
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
+    const SqliteStoreOptions& given) {
+  if (given.path.empty()) return absl::InvalidArgumentError("sqlite path must not be empty");
+  SqliteStoreOptions options = given;
+  if (const char* faults = std::getenv("DPL_TEST_IO_FAULT_FILE"); faults && *faults) {
+    spdlog::warn("DPL_TEST_IO_FAULT_FILE is set: the store's I/O goes through the "
+                 "fault-injecting test VFS, faults read from '{}'",
+                 faults);
+    SqliteFaultVfs::Get().SetControlFile(faults);
+    options.vfs = SqliteFaultVfs::kName;
+  }
   std::unique_ptr<SqliteStore> store(new SqliteStore());
   const std::string lock_path = options.path + ".lock";
   store->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
