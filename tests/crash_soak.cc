@@ -530,12 +530,30 @@ int Main(int argc, char** argv) {
   }
   soak.gate().Quit();
   for (std::thread& t : clients) t.join();
+  // The checker itself can fail: a forged extra ack must count as lost, a forgotten one as
+  // double-charged (the server holds what the forged record does not).
+  bool checker_ok = false;
+  for (const auto& [job, rec] : soak.jobs()) {
+    if (rec.acked.empty() || stopped_early) continue;
+    JobRecord forged = rec;
+    v1::StepAck extra = rec.acked.rbegin()->second;
+    extra.set_seq(extra.seq() + 1);
+    forged.acked[extra.seq()] = extra;
+    Figures lost, doubled;
+    CheckJob(**checker, job, forged, true, lost);
+    forged = rec;
+    forged.acked.erase(std::prev(forged.acked.end()));
+    CheckJob(**checker, job, forged, true, doubled);
+    checker_ok = lost.lost > 0 && doubled.double_charged > 0;
+    if (!checker_ok) f.Violation("the checker missed a forged loss or double charge");
+    break;
+  }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   f.jobs = static_cast<int>(soak.jobs().size());
   if (!stopped_early) {
     if (absl::Status s = server.Stop(); !s.ok()) f.Violation("graceful stop: " + s.ToString());
   }
-  const bool ok = f.lost == 0 && f.double_charged == 0 && f.overspent == 0 &&
+  const bool ok = checker_ok && f.lost == 0 && f.double_charged == 0 && f.overspent == 0 &&
                   f.offline_mismatch == 0 && f.integrity_failures == 0 && f.violations.empty();
   nlohmann::json out = {{"store", o.store},
                         {"seed", o.seed},
@@ -552,6 +570,7 @@ int Main(int argc, char** argv) {
                         {"integrity_failures", f.integrity_failures},
                         {"stream_reconnects", f.reconnects},
                         {"retried_calls", f.retried_calls},
+                        {"checker_self_test", checker_ok},
                         {"seconds", seconds},
                         {"ok", ok}};
   if (o.json) {
