@@ -74,6 +74,32 @@ TEST_F(IoFaultTest, EachFaultGetsAClearStatusAndTheSameServerRecovers) {
   }
   EXPECT_TRUE(c->CheckHealth().ok());
 
+  // On a stream the failure is the update's ack (error_code, the stream goes on), and the
+  // same seq written again on that stream once the fault clears is admitted.
+  auto stream = c->OpenStream("io");
+  auto write = [&](int64_t s) {
+    v1::StepUpdate u;
+    u.set_seq(s);
+    u.add_steps()->set_spec(kStep);
+    return stream->Write(u);
+  };
+  SetFault("full");
+  ASSERT_TRUE(write(seq + 1).ok());
+  auto failed = stream->Read();
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  EXPECT_EQ(client::AckStatus(*failed).code(), Code::kResourceExhausted)
+      << client::AckStatus(*failed);
+  EXPECT_FALSE(failed->admitted());
+  SetFault("none");
+  ASSERT_TRUE(write(seq + 1).ok());
+  auto admitted = stream->Read();
+  ASSERT_TRUE(admitted.ok()) << admitted.status();
+  EXPECT_TRUE(client::AckStatus(*admitted).ok()) << client::AckStatus(*admitted);
+  EXPECT_TRUE(admitted->admitted());
+  ++seq;
+  EXPECT_EQ(admitted->num_steps(), seq);
+  EXPECT_TRUE(stream->Close().ok());
+
   server_->Kill9();
   ASSERT_TRUE(server_->Start().ok()) << server_->LogTail();
   auto reader = NewClient();
