@@ -148,6 +148,16 @@ TEST_F(SqliteIoFaultTest, ShortWriteIsResourceExhaustedAndClearsWithoutRestart) 
   FailThenRecover(IoFault::kShortWrite, Code::kResourceExhausted, "disk is full");
 }
 
+TEST_F(SqliteIoFaultTest, CreateJobOnAFullDiskFailsAndSucceedsOnceSpaceReturns) {
+  vfs_.Inject(IoFault::kDiskFull);
+  EXPECT_THAT(service_->CreateJob(Caller::Insecure(), Spec("k")),
+              StatusIs(Code::kResourceExhausted, HasSubstr("disk is full")));
+  EXPECT_THAT(service_->GetJob(Caller::Insecure(), "", "k"), StatusIs(Code::kNotFound, HasSubstr("k")));
+  vfs_.Clear();
+  EXPECT_THAT(service_->CreateJob(Caller::Insecure(), Spec("k")), IsOk());
+  EXPECT_THAT(service_->GetJob(Caller::Insecure(), "", "k"), IsOk());
+}
+
 // A torn write left on disk by a short write, then the process dies: the half-written WAL
 // frame fails its checksum and is ignored at reopen; the acknowledged updates are all there.
 TEST_F(SqliteIoFaultTest, ShortWriteThenCrashKeepsExactlyTheAcknowledgedUpdates) {
