@@ -100,12 +100,13 @@ int Sync(sqlite3_file* file, int flags) {
     s.CountFault();
     return SQLITE_IOERR_FSYNC;
   }
+  const FaultFile* f = reinterpret_cast<FaultFile*>(file);
   if (fault == IoFault::kSyncError) {
     s.CountFault();
+    if (f->path != nullptr) (void)s.LoseUnsyncedWrites(f->path);
     return SQLITE_IOERR_FSYNC;
   }
   const int rc = Real(file)->pMethods->xSync(Real(file), flags);
-  const FaultFile* f = reinterpret_cast<FaultFile*>(file);
   if (rc == SQLITE_OK && f->path != nullptr) s.Synced(f->path);
   return rc;
 }
@@ -290,28 +291,41 @@ void SqliteFaultVfs::Synced(const std::string& path) {
   unsynced_.erase(path);
 }
 
+absl::Status SqliteFaultVfs::Revert(const std::string& path, const std::vector<Undo>& undos) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return absl::UnavailableError(absl::StrFormat("open '%s': %s", path, std::strerror(errno)));
+  }
+  // Newest first: each record restores the bytes and size from before its change.
+  for (auto it = undos.rbegin(); it != undos.rend(); ++it) {
+    const bool ok = ::pwrite(fd, it->old_bytes.data(), it->old_bytes.size(), it->offset) ==
+                        static_cast<ssize_t>(it->old_bytes.size()) &&
+                    ::ftruncate(fd, it->old_size) == 0;
+    if (!ok) {
+      const int e = errno;
+      ::close(fd);
+      return absl::UnavailableError(absl::StrFormat("restore '%s': %s", path, std::strerror(e)));
+    }
+  }
+  ::fsync(fd);
+  ::close(fd);
+  return absl::OkStatus();
+}
+
+absl::Status SqliteFaultVfs::LoseUnsyncedWrites(const std::string& path) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = unsynced_.find(path);
+  if (it == unsynced_.end()) return absl::OkStatus();
+  absl::Status s = Revert(path, it->second);
+  unsynced_.erase(it);
+  return s;
+}
+
 absl::Status SqliteFaultVfs::DropUnsyncedWrites() {
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [path, undos] : unsynced_) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT) continue;
-      return absl::UnavailableError(
-          absl::StrFormat("open '%s': %s", path, std::strerror(errno)));
-    }
-    // Newest first: each record restores the bytes and size from before its change.
-    for (auto it = undos.rbegin(); it != undos.rend(); ++it) {
-      const bool ok = ::pwrite(fd, it->old_bytes.data(), it->old_bytes.size(), it->offset) ==
-                          static_cast<ssize_t>(it->old_bytes.size()) &&
-                      ::ftruncate(fd, it->old_size) == 0;
-      if (!ok) {
-        const int e = errno;
-        ::close(fd);
-        return absl::UnavailableError(absl::StrFormat("restore '%s': %s", path, std::strerror(e)));
-      }
-    }
-    ::fsync(fd);
-    ::close(fd);
+    if (absl::Status s = Revert(path, undos); !s.ok()) return s;
   }
   unsynced_.clear();
   crashed_ = false;

@@ -3,7 +3,9 @@
 // and passes every call through, except that, while a fault is set, file writes, syncs and
 // truncations fail as a real disk would make them fail:
 //   kWriteError   xWrite returns SQLITE_IOERR_WRITE, nothing written (EIO)
-//   kSyncError    xSync returns SQLITE_IOERR_FSYNC (the data may or may not be on disk)
+//   kSyncError    xSync returns SQLITE_IOERR_FSYNC and the file's writes since its last
+//                 sync are lost at once (Linux may drop the dirty pages of a failed writeback
+//                 and report a later fsync as a success: the worst case)
 //   kDiskFull     xWrite returns SQLITE_FULL, nothing written (ENOSPC)
 //   kShortWrite   xWrite writes the first half of the buffer and returns SQLITE_FULL, as the
 //                 unix VFS does when write(2) comes back short
@@ -68,6 +70,8 @@ class SqliteFaultVfs {
   void RecordUndo(const std::string& path, int64_t offset, std::string old_bytes,
                   int64_t old_size);
   void Synced(const std::string& path);
+  // A failed fsync: `path`'s unsynced writes are undone now, under the open file.
+  absl::Status LoseUnsyncedWrites(const std::string& path);
 
  private:
   SqliteFaultVfs() = default;
@@ -76,6 +80,7 @@ class SqliteFaultVfs {
     std::string old_bytes;
     int64_t old_size;
   };
+  static absl::Status Revert(const std::string& path, const std::vector<Undo>& undos);
   mutable std::mutex mu_;
   IoFault fault_ = IoFault::kNone;
   std::string control_file_;

@@ -61,6 +61,7 @@ class SqliteIoFaultTest : public ::testing::Test {
     SqliteStoreOptions o;
     o.path = path_;
     o.vfs = SqliteFaultVfs::kName;
+    o.wal_autocheckpoint_pages = 4;  // checkpoints every few commits meet the faults too
     auto store = SqliteStore::Open(o);
     ASSERT_THAT(store, IsOk());
     store_ = *std::move(store);

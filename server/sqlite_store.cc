@@ -40,7 +40,7 @@ absl::StatusOr<sqlite3*> OpenConnection(const SqliteStoreOptions& options, bool 
 }
 
 // WAL with synchronous=FULL: each COMMIT fsyncs the WAL, so Apply's OK means durable.
-absl::Status ConfigureWriter(sqlite3* db) {
+absl::Status ConfigureWriter(sqlite3* db, const SqliteStoreOptions& options) {
   Stmt wal(db, "PRAGMA journal_mode=WAL");
   if (!wal.status().ok()) return wal.status();
   if (wal.Step() != SQLITE_ROW) return Error(db, sqlite3_errcode(db), "journal_mode");
@@ -49,6 +49,9 @@ absl::Status ConfigureWriter(sqlite3* db) {
         absl::StrFormat("sqlite: journal_mode WAL refused (got '%s')", wal.Text(0)));
   }
   if (absl::Status s = Exec(db, "PRAGMA synchronous=FULL"); !s.ok()) return s;
+  if (options.wal_autocheckpoint_pages > 0) {
+    sqlite3_wal_autocheckpoint(db, options.wal_autocheckpoint_pages);
+  }
   return Exec(db, "PRAGMA foreign_keys=OFF");
 }
 
@@ -169,7 +172,7 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
   store->write_db_ = *w;
   // Integrity first: a damaged file must not be migrated or served.
   if (absl::Status s = store->CheckIntegrity(options.full_check); !s.ok()) return s;
-  if (absl::Status s = ConfigureWriter(store->write_db_); !s.ok()) return s;
+  if (absl::Status s = ConfigureWriter(store->write_db_, options); !s.ok()) return s;
   absl::StatusOr<int> version = sqlite::Migrate(store->write_db_, kSqliteSchemaVersion);
   if (!version.ok()) return version.status();
   store->schema_version_ = *version;
