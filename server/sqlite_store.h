@@ -42,7 +42,7 @@ struct SqliteStoreOptions {
   // SQLite VFS of both connections; "" the default. Tests name SqliteFaultVfs::kName
   // (sqlite_fault_vfs.h). Open also uses that VFS when the environment variable
   // DPL_TEST_IO_FAULT_FILE is set (end-to-end fault tests), reading the fault from that file.
-  std::string vfs;
+  std::string vfs = {};
   // WAL pages after which a commit checkpoints into the database file; 0: SQLite's default
   // (1000). Fault tests set a few pages so that faults also hit checkpoints.
   int wal_autocheckpoint_pages = 0;
