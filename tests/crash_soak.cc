@@ -29,9 +29,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -128,7 +130,7 @@ class Gate {
 
 class Soak {
  public:
-  Soak(Options o, ServerProcess* server) : o_(o), server_(server) {}
+  explicit Soak(ServerProcess* server) : server_(server) {}
 
   void Client(int index) {
     client::ClientOptions co = server_->ClientOptionsFor();
@@ -289,7 +291,6 @@ class Soak {
     }
   }
 
-  Options o_;
   ServerProcess* server_;
   Gate gate_;
   std::mutex mu_;
@@ -484,7 +485,7 @@ int Main(int argc, char** argv) {
     std::cerr << "dpledger_crash_soak: start: " << s << "\n" << server.LogTail();
     return 2;
   }
-  Soak soak(o, &server);
+  Soak soak(&server);
   std::vector<std::thread> clients;
   for (int i = 0; i < o.clients; ++i) clients.emplace_back([&soak, i] { soak.Client(i); });
   soak.gate().Pause(o.clients);  // every client started and parked
