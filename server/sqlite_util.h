@@ -22,10 +22,10 @@ inline absl::Status Error(sqlite3* db, int rc, std::string_view what) {
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
       return absl::DataLossError(msg);
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
     case SQLITE_FULL:
       return absl::ResourceExhaustedError(msg);
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
     case SQLITE_IOERR:
     case SQLITE_CANTOPEN:
     case SQLITE_PROTOCOL:
