@@ -93,6 +93,7 @@ absl::StatusOr<VerificationResult> Verify(std::span<const MechanismEvent> ledger
 
   // Sample budget: refuse before drawing anything.
   for (const DirectionCheck& d : r.directions) {
+    if (d.certified) continue;
     if (d.samples.saturated || d.samples.num_samples > options.max_samples) {
       r.outcome = VerificationOutcome::kRefusedSampleBudget;
       r.reason = absl::StrFormat(
@@ -113,10 +114,12 @@ absl::StatusOr<VerificationResult> Verify(std::span<const MechanismEvent> ledger
   for (const MechanismEvent& e : ledger) num_steps += static_cast<double>(e.count);
   double path_steps = 0;
   for (const DirectionCheck& d : r.directions) {
+    if (d.certified) continue;
     path_steps += static_cast<double>(d.samples.num_samples) * num_steps;
   }
   if (std::isfinite(options.max_seconds) && path_steps > kCalibrationMinPathSteps) {
     for (DirectionCheck& d : r.directions) {
+      if (d.certified) continue;
       auto rate = MeasureThroughput(ledger, epsilon, d, options, sampler, seeds);
       if (!rate.ok()) return rate.status();
       d.predicted_seconds = static_cast<double>(d.samples.num_samples) / *rate;
@@ -135,6 +138,10 @@ absl::StatusOr<VerificationResult> Verify(std::span<const MechanismEvent> ledger
 
   // Fresh verification samples, one OS seed per direction; stop at the first failure.
   for (DirectionCheck& d : r.directions) {
+    if (d.certified) {
+      d.passed = true;  // certified_upper <= T, decided in the plan
+      continue;
+    }
     auto seed = seeds();
     if (!seed.ok()) return seed.status();
     d.seed = *seed;
@@ -162,14 +169,23 @@ absl::StatusOr<VerificationResult> Verify(std::span<const MechanismEvent> ledger
   }
 
   const double delta = r.thresholds.delta_est / r.thresholds.tau;
+  bool any_sampled = false;
+  std::string how;
+  for (const DirectionCheck& d : r.directions) {
+    any_sampled |= d.sampled;
+    absl::StrAppendFormat(&how, "%s%s: %s", how.empty() ? "" : "; ",
+                          std::string(DirectionName(d.direction)), DirectionVerifiedBy(d));
+  }
   r.accepted = true;
   r.outcome = VerificationOutcome::kAccepted;
-  r.guarantee = VerifiedGuarantee{epsilon, delta, Guarantee::kStatistical, delta};
-  r.reason = absl::StrFormat(
-      "accepted: delta_hat below the threshold T = %.6g in the %s direction%s%s",
-      r.thresholds.threshold, r.directions.size() == 2 ? "remove and add" : "remove",
-      r.directions.size() == 2 ? "s" : "",
-      r.add_direction_zero ? " (add direction provably zero at this epsilon)" : "");
+  // Only sampled directions carry a failure probability (verifier.h).
+  r.guarantee = any_sampled ? VerifiedGuarantee{epsilon, delta, Guarantee::kStatistical, delta}
+                            : VerifiedGuarantee{epsilon, delta, Guarantee::kCertified, 0};
+  r.reason = absl::StrFormat("accepted: every checked direction is below the threshold T = %.6g "
+                             "(%s)%s",
+                             r.thresholds.threshold, how,
+                             r.add_direction_zero ? "; add direction provably zero at this epsilon"
+                                                  : "");
   r.seconds = Seconds(start);
   return r;
 }

@@ -19,6 +19,7 @@ VerifierOptions Options(double tau) {
   VerifierOptions o;
   o.tau = tau;
   o.max_seconds = 300;
+  o.certification = DirectionCertification::kNone;  // these tests are about sampling
   return o;
 }
 

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_format.h"
+#include "core/evr/direction_certifier.h"
 #include "core/evr/smc_moment_bound.h"
 #include "core/evr/verifier.h"
 
@@ -60,6 +61,14 @@ std::string_view VerifierEstimatorName(VerifierEstimator e) {
     case VerifierEstimator::kImportanceSampling: return "is";
   }
   return "unknown";
+}
+
+std::string DirectionVerifiedBy(const DirectionCheck& d) {
+  if (d.certified) {
+    return absl::StrFormat("certified by %s upper bound %.6g", d.certified_by, d.certified_upper);
+  }
+  return absl::StrFormat("%s %d paths (%s)", d.sampled ? "sampled" : "samples",
+                         d.samples.num_samples, d.estimator == McEstimator::kSmc ? "smc" : "is");
 }
 
 std::string_view VerificationOutcomeName(VerificationOutcome o) {
@@ -160,6 +169,17 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
     d.samples = RequiredSamples(d.nu, r.thresholds);
     // core/mc needs at least two paths; more paths never weaken the FP bound.
     d.samples.num_samples = std::max<int64_t>(d.samples.num_samples, 2);
+    if (options.certification == DirectionCertification::kPld) {
+      // Public inputs only (verifier.h, "Why certified directions keep the guarantee").
+      // A direction PLD cannot bound is simply sampled.
+      absl::StatusOr<double> upper =
+          PldDirectionUpper(ledger, d.direction, epsilon, r.thresholds.threshold);
+      if (upper.ok()) {
+        d.certified_upper = *upper;
+        d.certified_by = "pld";
+        d.certified = *upper <= r.thresholds.threshold;
+      }
+    }
   }
   r.outcome = VerificationOutcome::kRejected;
   r.reason = "planned: no samples drawn";
