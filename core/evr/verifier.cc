@@ -65,7 +65,41 @@ absl::StatusOr<double> MeasureThroughput(std::span<const MechanismEvent> ledger,
   }
 }
 
+// Fills predicted_seconds of every sampled direction and their sum (throwaway seeds).
+absl::Status PredictTimes(std::span<const MechanismEvent> ledger, double epsilon,
+                          const VerifierOptions& options, const DeltaSampler& sampler,
+                          const SeedSource& seeds, VerificationResult* r) {
+  for (DirectionCheck& d : r->directions) {
+    if (d.certified) continue;
+    auto rate = MeasureThroughput(ledger, epsilon, d, options, sampler, seeds);
+    if (!rate.ok()) return rate.status();
+    d.predicted_seconds = static_cast<double>(d.samples.num_samples) / *rate;
+    r->predicted_seconds += d.predicted_seconds;
+  }
+  return absl::OkStatus();
+}
+
+DeltaSampler SamplerOf(const VerifierHooks& hooks) {
+  return hooks.sampler ? hooks.sampler : DeltaSampler(EstimateDeltaStreaming);
+}
+SeedSource SeedsOf(const VerifierHooks& hooks) {
+  return hooks.seed_source ? hooks.seed_source : SeedSource(OsEntropySeed);
+}
+
 }  // namespace
+
+absl::StatusOr<VerificationResult> PlanVerificationWithTime(std::span<const MechanismEvent> ledger,
+                                                            double epsilon, double delta_est,
+                                                            const VerifierOptions& options,
+                                                            const VerifierHooks& hooks) {
+  auto r = PlanVerification(ledger, epsilon, delta_est, options);
+  if (!r.ok() || r->outcome == VerificationOutcome::kAcceptedTrivially) return r;
+  if (absl::Status s = PredictTimes(ledger, epsilon, options, SamplerOf(hooks), SeedsOf(hooks), &*r);
+      !s.ok()) {
+    return s;
+  }
+  return r;
+}
 
 absl::StatusOr<uint64_t> OsEntropySeed() {
   uint64_t seed = 0;
@@ -106,8 +140,8 @@ absl::StatusOr<VerificationResult> Verify(std::span<const MechanismEvent> ledger
     }
   }
 
-  const DeltaSampler sampler = hooks.sampler ? hooks.sampler : DeltaSampler(EstimateDeltaStreaming);
-  const SeedSource seeds = hooks.seed_source ? hooks.seed_source : SeedSource(OsEntropySeed);
+  const DeltaSampler sampler = SamplerOf(hooks);
+  const SeedSource seeds = SeedsOf(hooks);
 
   // Time budget: predicted from a measured throughput, per direction (IS and SMC differ).
   double num_steps = 0;
@@ -118,12 +152,8 @@ absl::StatusOr<VerificationResult> Verify(std::span<const MechanismEvent> ledger
     path_steps += static_cast<double>(d.samples.num_samples) * num_steps;
   }
   if (std::isfinite(options.max_seconds) && path_steps > kCalibrationMinPathSteps) {
-    for (DirectionCheck& d : r.directions) {
-      if (d.certified) continue;
-      auto rate = MeasureThroughput(ledger, epsilon, d, options, sampler, seeds);
-      if (!rate.ok()) return rate.status();
-      d.predicted_seconds = static_cast<double>(d.samples.num_samples) / *rate;
-      r.predicted_seconds += d.predicted_seconds;
+    if (absl::Status s = PredictTimes(ledger, epsilon, options, sampler, seeds, &r); !s.ok()) {
+      return s;
     }
     if (r.predicted_seconds > options.max_seconds) {
       r.outcome = VerificationOutcome::kRefusedTimeBudget;

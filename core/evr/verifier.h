@@ -168,6 +168,15 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
                                                     double epsilon, double delta_est,
                                                     const VerifierOptions& options = {});
 
+// PlanVerification plus the predicted sampling time of every sampled direction
+// (predicted_seconds = m / throughput measured on short runs with throwaway seeds; no
+// verification sample is drawn): what `dpledger verify --plan` shows before a caller
+// commits to the gate. Errors as PlanVerification, and sampler errors.
+absl::StatusOr<VerificationResult> PlanVerificationWithTime(std::span<const MechanismEvent> ledger,
+                                                            double epsilon, double delta_est,
+                                                            const VerifierOptions& options = {},
+                                                            const VerifierHooks& hooks = {});
+
 // The full verification (steps 1-6). A decision (accepted, rejected or refused) is OK;
 // errors are reserved for bad input and sampler failures.
 absl::StatusOr<VerificationResult> Verify(std::span<const MechanismEvent> ledger, double epsilon,
