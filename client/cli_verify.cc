@@ -198,6 +198,16 @@ absl::StatusOr<core::VerifierOptions> ParseOptions(const Args& args) {
           absl::StrFormat("--estimator must be auto, smc or is, got '%s'", *e));
     }
   }
+  if (auto c = args.Get("certify")) {
+    if (*c == "pld") {
+      o.certification = core::DirectionCertification::kPld;
+    } else if (*c == "none") {
+      o.certification = core::DirectionCertification::kNone;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--certify must be pld or none, got '%s'", *c));
+    }
+  }
   if (auto b = args.Get("backend")) {
     if (*b == "auto") {
       o.backend = core::McBackend::kAuto;
@@ -226,7 +236,7 @@ absl::StatusOr<core::VerifierOptions> ParseOptions(const Args& args) {
 
 int RunVerify(const Args& args) {
   if (auto s = args.CheckKnown({"epsilon", "delta-est", "tau", "rho", "max-samples", "max-seconds",
-                                "step", "json", "estimator", "backend", "threads", "plan"});
+                                "step", "json", "estimator", "backend", "threads", "plan", "certify"});
       !s.ok()) {
     return Fail(s);
   }
