@@ -8,6 +8,8 @@
 // (subsampled Gaussian, IS) for its predicted time.
 //
 //   build-*/bench/evr_bench --benchmark_counters_tabular=true
+// Issue 14 targets (planned m per DP-SGD setting; the release target end to end):
+//   build/bench/evr_bench --benchmark_filter='PlannedM|ReleaseTarget' --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -136,6 +138,102 @@ void BM_VerifyFig1(benchmark::State& state) {
   state.counters["total_s"] = last.seconds;
 }
 BENCHMARK(BM_VerifyFig1)->Arg(50)->Arg(80)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+
+// Issue 14 item 4: the verifier's planned m (remove + add, certification off so every
+// direction is planned for sampling) at the spec's DP-SGD verification settings, against
+// the m the verifier planned before issue 14 (main at 3fda708, measured with
+// `dpledger verify --max-samples 2 --json ...`, sum over directions). epsilon is PLD's
+// estimate at delta_est (spec 5 step 2) unless the setting names one.
+struct DpSgdSetting {
+  const char* name;
+  double sigma, q;
+  int64_t steps;
+  double epsilon, delta_est, tau;
+  double m_before;
+};
+constexpr DpSgdSetting kDpSgdSettings[] = {
+    // The issue's release target: delta_B = 1e-5, tau 0.5 (delta_est = 5e-6).
+    {"release_target", 1.0, 0.01, 1000, 1.9187046699488315, 5e-6, 0.5, 2 * 8.43e7},
+    {"release_target_tau99", 1.0, 0.01, 1000, 1.9187046699488315, 5e-6, 0.99, 2 * 1.54e12},
+    // Spec E13 / Fig. 10 (k = 1000), delta = 1e-5, tau 0.99.
+    {"fig10", 2.0, 0.01, 1000, 0.6222731291229167, 9.9e-6, 0.99, 2 * 1.46e11},
+    // Spec E8-E10 / Fig. 6 (add direction provably 0 at eps 1.5).
+    {"fig6", 0.6, 1e-3, 1000, 1.5, 7.706e-6, 0.99, 1.42e10},
+    // Spec E14 (BEiT), delta = 1e-12.
+    {"e14_beit", 5.971, 0.082, 360, 1.8038505748377263, 9.9e-13, 0.99, 2 * 5.16e18},
+    // The issue's 1e4-step example at delta 5e-6.
+    {"steps1e4", 1.0, 1e-3, 10000, 0.5004355160037033, 4.95e-6, 0.99, 2 * 8.27e12},
+};
+
+std::vector<MechanismEvent> DpSgdLedger(const DpSgdSetting& s) {
+  return {MechanismEvent{*Mechanism::SubsampledGaussian(s.sigma, s.q), s.steps}};
+}
+
+// Counters: m (planned, all directions), m_before, before_over_now, the remove
+// direction's nu and estimator (0 smc, 1 is, 2 tilt), and whether PLD certifies every
+// direction of this (true) claim, in which case nothing is sampled at all.
+void BM_PlannedM(benchmark::State& state) {
+  const DpSgdSetting& s = kDpSgdSettings[state.range(0)];
+  const auto ledger = DpSgdLedger(s);
+  VerifierOptions o = Options(s.tau);
+  o.certification = DirectionCertification::kNone;
+  VerificationResult plan;
+  for (auto _ : state) {
+    auto r = PlanVerification(ledger, s.epsilon, s.delta_est, o);
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      return;
+    }
+    plan = *r;
+  }
+  double m = 0;
+  for (const DirectionCheck& d : plan.directions) m += d.samples.exact;
+  o.certification = DirectionCertification::kPld;
+  auto certified = PlanVerification(ledger, s.epsilon, s.delta_est, o);
+  bool all_certified = certified.ok();
+  if (certified.ok()) {
+    for (const DirectionCheck& d : certified->directions) all_certified &= d.certified;
+  }
+  state.SetLabel(s.name);
+  state.counters["m"] = m;
+  state.counters["m_before"] = s.m_before;
+  state.counters["before_over_now"] = s.m_before / m;
+  state.counters["nu_remove"] = plan.directions[0].nu;
+  state.counters["estimator"] = static_cast<double>(plan.directions[0].estimator);
+  state.counters["pld_certifies"] = all_certified;
+}
+BENCHMARK(BM_PlannedM)->DenseRange(0, std::size(kDpSgdSettings) - 1)->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// The issue's release target end to end: Verify on 1000 DP-SGD steps (sigma 1, q 0.01),
+// eps 1.9187, delta_est 5e-6, tau 0.5, all cores. Arg 1: default (PLD certifies what it
+// can); arg 0: certification off, so the remove direction is sampled (refused when the
+// predicted time exceeds 300 s). Counters: accepted, samples drawn, predicted and total s.
+void BM_ReleaseTarget(benchmark::State& state) {
+  const DpSgdSetting& s = kDpSgdSettings[0];
+  const auto ledger = DpSgdLedger(s);
+  VerifierOptions o = Options(s.tau);
+  o.max_seconds = 300;
+  o.certification = state.range(0) ? DirectionCertification::kPld : DirectionCertification::kNone;
+  VerificationResult last;
+  for (auto _ : state) {
+    auto r = Verify(ledger, s.epsilon, s.delta_est, o);
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      return;
+    }
+    last = *r;
+  }
+  double drawn = 0;
+  for (const DirectionCheck& d : last.directions) drawn += d.sampled ? d.estimate.num_samples : 0;
+  state.SetLabel(std::string(VerificationOutcomeName(last.outcome)) +
+                 (last.backend.empty() ? "" : " on " + last.backend));
+  state.counters["accepted"] = last.accepted;
+  state.counters["samples"] = drawn;
+  state.counters["predicted_s"] = last.predicted_seconds;
+  state.counters["total_s"] = last.seconds;
+}
+BENCHMARK(BM_ReleaseTarget)->Arg(1)->Arg(0)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 
 }  // namespace
 }  // namespace dpledger::core
