@@ -70,6 +70,8 @@ enum McStream : uint32_t {
   kStreamStreamIs = 3,      // streaming IS (random tilted coordinate, 3.2)
   kStreamStreamRemove = 4,  // streaming SMC, remove direction
   kStreamStreamAdd = 5,     // streaming SMC, add direction
+  kStreamStreamTilt = 6,    // streaming every-coordinate tilt (mc_stream_math.h)
+  kStreamPoolTilt = 7,      // every-coordinate tilt pool
 };
 
 // Draws within one step.

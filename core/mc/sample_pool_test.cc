@@ -6,6 +6,7 @@
 #include "core/accountants/analytic_gaussian.h"
 #include "core/mc/mc_step.h"
 #include "core/mc/pool_query.h"
+#include "core/mc/mc_test_support.h"
 #include "core/util/test_support.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -19,13 +20,8 @@ namespace {
 using ::dpledger::testing::StatusIs;
 using ::testing::HasSubstr;
 
-// Statistical checks allow 5 SE (false-failure rate 6e-7 per check under a
-// normal approximation) plus the stated precision of the reference.
-constexpr double kZ = 5.0;
-
-MechanismEvent Event(absl::StatusOr<Mechanism> m, int64_t count) {
-  return MechanismEvent{*m, count};
-}
+using mc_test::Event;
+using mc_test::kZ;
 
 std::unique_ptr<SamplePool> Pool(const SamplePoolOptions& o) {
   auto p = CreateSamplePool(o);
