@@ -92,7 +92,7 @@ void Throughput(benchmark::State& state, const std::vector<MechanismEvent>& ledg
   }
   const double rate = paths / seconds;
   state.SetItemsProcessed(paths);
-  state.SetLabel(backend + (d.estimator == McEstimator::kSmc ? " smc" : " is"));
+  state.SetLabel(backend + " " + std::string(McEstimatorName(d.estimator)));
   state.counters["paths_per_s"] = rate;
   for (int tau_pct : {90, 95, 99}) {
     auto p = PlanVerification(ledger, epsilon, delta_est, Options(tau_pct / 100.0));

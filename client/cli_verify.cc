@@ -22,9 +22,7 @@
 namespace dpledger::cli {
 namespace {
 
-std::string EstimatorName(core::McEstimator e) {
-  return e == core::McEstimator::kSmc ? "smc" : "is";
-}
+std::string EstimatorName(core::McEstimator e) { return std::string(core::McEstimatorName(e)); }
 
 nlohmann::ordered_json DirectionJson(const core::DirectionCheck& d) {
   nlohmann::ordered_json j = {
@@ -193,9 +191,11 @@ absl::StatusOr<core::VerifierOptions> ParseOptions(const Args& args) {
       o.estimator = core::VerifierEstimator::kSmc;
     } else if (*e == "is") {
       o.estimator = core::VerifierEstimator::kImportanceSampling;
+    } else if (*e == "tilt") {
+      o.estimator = core::VerifierEstimator::kTiltEvery;
     } else {
       return absl::InvalidArgumentError(
-          absl::StrFormat("--estimator must be auto, smc or is, got '%s'", *e));
+          absl::StrFormat("--estimator must be auto, smc, is or tilt, got '%s'", *e));
     }
   }
   if (auto c = args.Get("certify")) {

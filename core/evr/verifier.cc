@@ -192,7 +192,7 @@ absl::StatusOr<VerificationResult> Verify(std::span<const MechanismEvent> ledger
           "rejected: %s direction delta_hat = %.6g is not below the threshold T = %.6g "
           "(m = %d, %s)",
           std::string(DirectionName(d.direction)), est->delta_hat, r.thresholds.threshold,
-          d.samples.num_samples, d.estimator == McEstimator::kSmc ? "smc" : "is");
+          d.samples.num_samples, std::string(McEstimatorName(d.estimator)));
       r.seconds = Seconds(start);
       return r;
     }

@@ -12,8 +12,10 @@
 //  3. directions: remove, plus add unless epsilon >= sum_i (max add-direction loss)
 //     (then delta_A = 0 exactly) or every step is symmetric (same law);
 //  4. per direction a PROVEN nu >= E[x^2]: remove with IS -> min_theta nu_IS(theta)
-//     (is_moment_bound.h), remove with SMC -> S(2), add -> SMC with S(2) of the remove
-//     MGF (smc_moment_bound.h); m = ceil((2 nu/Delta^2) ln(tau/delta_est));
+//     (is_moment_bound.h), remove with the every-coordinate tilt -> its Chernoff bound
+//     at the tilt minimising it (tilt_moment_bound.h), remove with SMC -> S(2), add ->
+//     SMC with S(2) of the remove MGF (smc_moment_bound.h); auto takes the estimator
+//     with the smallest proven nu; m = ceil((2 nu/Delta^2) ln(tau/delta_est));
 //  4b. certified directions (options.certification = kPld, the default): a direction
 //     whose certified PLD upper bound U_d on delta_d(epsilon) satisfies U_d <= T passes
 //     without sampling (nu and m are still reported, m is not drawn);
@@ -65,9 +67,10 @@
 namespace dpledger::core {
 
 enum class VerifierEstimator {
-  kAuto,                // IS when every step is a (subsampled) Gaussian and its nu is smaller, else SMC
+  kAuto,                // the smallest proven nu among smc, is and tilt (is, tilt: Gaussian kinds)
   kSmc,                 // simple Monte Carlo (any mechanism with a proven MGF)
-  kImportanceSampling,  // exponential tilt (Gaussian / subsampled Gaussian ledgers only)
+  kImportanceSampling,  // exponential tilt of one coordinate (Gaussian / subsampled Gaussian only)
+  kTiltEvery,           // exponential tilt of every coordinate (Gaussian / subsampled Gaussian only)
 };
 
 // How a direction may be settled without sampling (see "Why certified directions keep
@@ -76,7 +79,7 @@ enum class DirectionCertification {
   kNone,  // sample every checked direction
   kPld,   // certify d when the PLD certified upper bound on delta_d(eps) is <= T
 };
-std::string_view VerifierEstimatorName(VerifierEstimator e);  // "auto", "smc", "is"
+std::string_view VerifierEstimatorName(VerifierEstimator e);  // "auto", "smc", "is", "tilt"
 
 struct VerifierOptions {
   double tau = 0.99;          // in (0, 1]: underestimates by less than a factor tau pass

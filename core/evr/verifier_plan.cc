@@ -6,6 +6,8 @@
 #include "absl/strings/str_format.h"
 #include "core/evr/direction_certifier.h"
 #include "core/evr/smc_moment_bound.h"
+#include "core/evr/tilt_moment_bound.h"
+#include "core/mc/tilt_choice.h"
 #include "core/evr/verifier.h"
 
 namespace dpledger::core {
@@ -59,6 +61,7 @@ std::string_view VerifierEstimatorName(VerifierEstimator e) {
     case VerifierEstimator::kAuto: return "auto";
     case VerifierEstimator::kSmc: return "smc";
     case VerifierEstimator::kImportanceSampling: return "is";
+    case VerifierEstimator::kTiltEvery: return "tilt";
   }
   return "unknown";
 }
@@ -68,7 +71,7 @@ std::string DirectionVerifiedBy(const DirectionCheck& d) {
     return absl::StrFormat("certified by %s upper bound %.6g", d.certified_by, d.certified_upper);
   }
   return absl::StrFormat("%s %d paths (%s)", d.sampled ? "sampled" : "samples",
-                         d.samples.num_samples, d.estimator == McEstimator::kSmc ? "smc" : "is");
+                         d.samples.num_samples, std::string(McEstimatorName(d.estimator)));
 }
 
 std::string_view VerificationOutcomeName(VerificationOutcome o) {
@@ -114,10 +117,13 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
   // Remove direction.
   bool is_applicable = true;
   for (const MechanismEvent& e : ledger) is_applicable &= IsGaussianKind(e.mechanism);
-  if (options.estimator == VerifierEstimator::kImportanceSampling && !is_applicable) {
-    return absl::UnimplementedError(
-        "estimator is: importance sampling needs every step to be gaussian or "
-        "subsampled_gaussian; use estimator smc");
+  if ((options.estimator == VerifierEstimator::kImportanceSampling ||
+       options.estimator == VerifierEstimator::kTiltEvery) &&
+      !is_applicable) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "estimator %s: importance sampling needs every step to be gaussian or "
+        "subsampled_gaussian; use estimator smc",
+        std::string(VerifierEstimatorName(options.estimator))));
   }
   DirectionCheck remove;
   remove.direction = Direction::kRemove;
@@ -125,7 +131,8 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
   remove.nu = nu_smc;
   remove.log_nu = s2.log_value;
   remove.nu_method = smc_method;
-  if (is_applicable && options.estimator != VerifierEstimator::kSmc) {
+  if (is_applicable && (options.estimator == VerifierEstimator::kAuto ||
+                        options.estimator == VerifierEstimator::kImportanceSampling)) {
     auto calc = IsMomentBoundCalculator::Create(ledger, epsilon, options.is_bound);
     if (!calc.ok()) return calc.status();
     const IsTiltChoice tilt = calc->ChooseTilt();
@@ -138,6 +145,23 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
       remove.log_nu = tilt.bound.log_nu;
       remove.nu_method = absl::StrFormat("is %s, theta=%g*theta_H", tilt.bound.method, tilt.scale);
       remove.thetas = tilt.thetas;
+    }
+  }
+  if (is_applicable && (options.estimator == VerifierEstimator::kAuto ||
+                        options.estimator == VerifierEstimator::kTiltEvery)) {
+    // Candidates: the nu-minimising tilt family and core/mc's saddle-point tilts.
+    std::vector<double> saddle;
+    if (auto s = mc::ChooseSaddleTilt(ledger, epsilon); s.ok()) saddle = s->thetas;
+    auto tilt = ChooseTiltEvery(ledger, epsilon, options.smc_max_lambda, saddle);
+    if (!tilt.ok()) return tilt.status();
+    if (options.estimator == VerifierEstimator::kTiltEvery ||
+        tilt->bound.log_nu < remove.log_nu) {
+      remove.estimator = McEstimator::kTiltEvery;
+      remove.nu = std::exp(tilt->bound.log_nu);
+      remove.log_nu = tilt->bound.log_nu;
+      remove.nu_method = absl::StrFormat("tilt chernoff, lambda=%g, theta=%g", tilt->bound.lambda,
+                                         tilt->thetas.empty() ? 0.0 : tilt->thetas[0]);
+      remove.thetas = tilt->thetas;
     }
   }
   r.directions.push_back(remove);

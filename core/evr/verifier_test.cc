@@ -373,6 +373,24 @@ TEST(Verifier, CertifiesTheAddDirectionAndSamplesRemove) {
   EXPECT_THAT(DirectionVerifiedBy(r->directions[1]), HasSubstr("certified by pld upper bound"));
 }
 
+// Issue 14 item 3: at the spec's Fig. 10 DP-SGD setting (sigma 2, q 0.01, 1000 steps,
+// eps 0.62227, delta_est 9.9e-6, tau 0.99) auto picks the every-coordinate tilt: nu
+// 9.11e-9 (tilt_moment_bound_test.cc) against SMC's 2.556e-6, so the remove direction
+// needs m ~5.2e8 paths, ~280x fewer than the 1.46e11 of SMC.
+TEST(Verifier, AutoPicksTheEveryCoordinateTiltAtTheFig10Setting) {
+  const std::vector<MechanismEvent> ledger = {Event(Mechanism::SubsampledGaussian(2.0, 0.01), 1000)};
+  VerifierOptions o;
+  o.certification = DirectionCertification::kNone;
+  auto r = PlanVerification(ledger, 0.6222731291229167, 9.9e-6, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const DirectionCheck& d = r->directions[0];
+  EXPECT_EQ(d.estimator, McEstimator::kTiltEvery);
+  EXPECT_NEAR(d.nu, 9.11e-9, 0.05e-9);
+  EXPECT_LT(d.samples.exact, 1.46e11 / 250);
+  EXPECT_GT(d.samples.exact, 1.46e11 / 320);
+  EXPECT_EQ(r->directions[1].estimator, McEstimator::kSmc);  // add: SMC (or certified)
+}
+
 TEST(Verifier, RejectsBadInputsNamingTheField) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   VerifierOptions o;
