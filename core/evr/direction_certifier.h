@@ -20,10 +20,11 @@ namespace dpledger::core {
 
 // Certified upper bound on delta_direction(epsilon). `stop_below`: the caller only needs
 // to know whether the bound is <= this value, so refinement may stop once it is (0: refine
-// to the PLD accountant's default precision). Errors pass through from the PLD engine
-// (e.g. FAILED_PRECONDITION when the grid cannot certify any bound).
+// to the PLD accountant's default precision). `max_seconds` bounds the PLD work
+// (DEADLINE_EXCEEDED beyond it). Errors pass through from the PLD engine (e.g.
+// FAILED_PRECONDITION when the grid cannot certify any bound).
 absl::StatusOr<double> PldDirectionUpper(std::span<const MechanismEvent> ledger,
                                          Direction direction, double epsilon,
-                                         double stop_below = 0);
+                                         double stop_below = 0, double max_seconds = 30);
 
 }  // namespace dpledger::core

@@ -195,7 +195,7 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
     d.samples.num_samples = std::max<int64_t>(d.samples.num_samples, 2);
     if (options.certification == DirectionCertification::kPld) {
       // Public inputs only (verifier.h, "Why certified directions keep the guarantee").
-      // A direction PLD cannot bound is simply sampled.
+      // A direction PLD cannot bound (or not within 30 s) is simply sampled.
       absl::StatusOr<double> upper =
           PldDirectionUpper(ledger, d.direction, epsilon, r.thresholds.threshold);
       if (upper.ok()) {
