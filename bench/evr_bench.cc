@@ -20,6 +20,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/evr/tilt_moment_bound.h"
 #include "core/evr/verifier.h"
 #include "core/mc/mc_estimate.h"
 
@@ -185,7 +186,8 @@ double PlannedPaths(const VerificationResult& r, bool remove_only) {
 // Counters, all planned paths: m_remove / m_remove_before (certification off), m_all /
 // m_all_before (both directions, certification off), m_default (what the default
 // verifier samples: PLD-certified directions draw nothing), the remove direction's nu
-// and estimator (0 smc, 1 is, 2 tilt).
+// and estimator (0 smc, 1 is, 2 tilt), and m_remove_loss_tilt: the remove direction's m
+// if core/mc sampled the loss tilt (tilt_moment_bound.h ChooseLossTilt; not available).
 void BM_PlannedM(benchmark::State& state) {
   const DpSgdSetting& s = kDpSgdSettings[state.range(0)];
   const auto ledger = DpSgdLedger(s);
@@ -210,6 +212,10 @@ void BM_PlannedM(benchmark::State& state) {
   state.counters["m_default"] = by_default.ok() ? PlannedPaths(*by_default, false) : -1;
   state.counters["nu_remove"] = plan.directions[0].nu;
   state.counters["estimator"] = static_cast<double>(plan.directions[0].estimator);
+  if (auto loss = ChooseLossTilt(ledger, s.epsilon); loss.ok()) {
+    state.counters["m_remove_loss_tilt"] =
+        RequiredSamples(std::exp(loss->bound.log_nu), plan.thresholds).exact;
+  }
 }
 BENCHMARK(BM_PlannedM)->DenseRange(0, std::size(kDpSgdSettings) - 1)->Iterations(1)
     ->Unit(benchmark::kMillisecond);

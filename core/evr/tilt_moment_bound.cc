@@ -165,4 +165,35 @@ absl::StatusOr<TiltEveryChoice> ChooseTiltEvery(std::span<const MechanismEvent> 
   return best;
 }
 
+absl::StatusOr<LossTiltChoice> ChooseLossTilt(std::span<const MechanismEvent> ledger,
+                                              double epsilon, int max_order, int max_lambda) {
+  if (!(epsilon >= 0) || !std::isfinite(epsilon)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("epsilon must be finite and >= 0, got %g", epsilon));
+  }
+  auto steps = Steps(ledger);
+  if (!steps.ok()) return steps.status();
+  // log nu(n, lambda) = log c(lambda) - lambda eps + sum_i count_i (log A_{n+1} + log A_{lambda-n+1}),
+  // convex in lambda: the scan stops at the first increase.
+  auto log_nu = [&](int n, int lambda) {
+    double v = LogC(lambda) - lambda * epsilon;
+    for (size_t i = 0; i < ledger.size(); ++i) {
+      v += static_cast<double>(ledger[i].count) *
+           (LogA(n + 1, (*steps)[i]) + LogA(lambda - n + 1, (*steps)[i]));
+    }
+    return std::isnan(v) ? kInf : v;
+  };
+  LossTiltChoice best{0, {0, 0}};  // order 0, lambda 0: nu <= 1
+  for (int n = 0; n <= max_order; ++n) {
+    double prev = kInf;
+    for (int lambda = std::max(1, n - 1); lambda <= max_lambda; ++lambda) {
+      const double v = log_nu(n, lambda);
+      if (v < best.bound.log_nu) best = {n, {v, static_cast<double>(lambda)}};
+      if (v > prev) break;
+      prev = v;
+    }
+  }
+  return best;
+}
+
 }  // namespace dpledger::core

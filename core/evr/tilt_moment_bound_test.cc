@@ -109,6 +109,25 @@ TEST(TiltMomentBound, ExceedsTheEmpiricalSecondMoment) {
   }
 }
 
+// The loss tilt (issue 14 notes): order 0 is SMC's S(2); at the issue's release target
+// (sigma 1, q 0.01, 1000 steps, eps 1.9187) order 7 gives nu = 1.41e-9 (the Python grid
+// of /tmp/evrg/nu3.py: 56.4 * (5e-6)^2), ~830x below the output tilt's 1.17e-6.
+TEST(TiltMomentBound, LossTiltAtTheReleaseTarget) {
+  const std::vector<MechanismEvent> ledger = {Sg(1.0, 0.01, 1000)};
+  auto loss = ChooseLossTilt(ledger, 1.9187046699488315);
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  EXPECT_EQ(loss->order, 7);
+  EXPECT_NEAR(std::exp(loss->bound.log_nu), 1.41e-9, 0.01e-9);
+  auto output = ChooseTiltEvery(ledger, 1.9187046699488315);
+  ASSERT_TRUE(output.ok());
+  EXPECT_NEAR(std::exp(output->bound.log_nu), 1.168e-6, 0.005e-6);
+  auto smc_only = ChooseLossTilt(ledger, 1.9187046699488315, /*max_order=*/0);
+  ASSERT_TRUE(smc_only.ok());
+  auto zero = TiltEveryMomentBound(ledger, 1.9187046699488315, std::vector<double>{0});
+  ASSERT_TRUE(zero.ok());
+  EXPECT_NEAR(smc_only->bound.log_nu, zero->log_nu, 1e-9);
+}
+
 TEST(TiltMomentBound, RejectsBadInputsNamingTheField) {
   const std::vector<MechanismEvent> ledger = {Sg(1.0, 0.01, 10)};
   EXPECT_THAT(TiltEveryMomentBound(ledger, 1, std::vector<double>{}),
