@@ -9,6 +9,7 @@
 #include "core/mc/mc_parallel.h"
 #include "core/mc/mc_step.h"
 #include "core/mc/mc_stream_math.h"
+#include "core/mc/mixture_choice.h"
 #include "core/mc/tilt_choice.h"
 
 namespace dpledger::core {
@@ -31,7 +32,10 @@ bool IsGaussianKind(const Mechanism& m) {
 // The tilts the request asks for: given, theta_MM per event (IS), or the saddle
 // point's (kTiltEvery); empty for SMC.
 absl::StatusOr<std::vector<double>> ResolveThetas(const McEstimateRequest& r) {
-  if (r.estimator == McEstimator::kSmc || !r.thetas.empty()) return r.thetas;
+  if (r.estimator == McEstimator::kSmc || r.estimator == McEstimator::kTiltMixture ||
+      !r.thetas.empty()) {
+    return r.thetas;
+  }
   if (r.estimator == McEstimator::kTiltEvery) {
     auto tilt = mc::ChooseSaddleTilt(r.events, r.epsilon);
     if (!tilt.ok()) return tilt.status();
@@ -64,6 +68,7 @@ absl::StatusOr<mc::McStep> TiltEveryStep(const Mechanism& m, double theta, size_
 
 absl::StatusOr<std::vector<StreamEvent>> BuildEvents(const McEstimateRequest& r,
                                                      const std::vector<double>& thetas,
+                                                     const std::vector<mc::McMix>& mixes,
                                                      int64_t* total_steps) {
   std::vector<StreamEvent> out;
   int64_t steps = 0;
@@ -74,7 +79,10 @@ absl::StatusOr<std::vector<StreamEvent>> BuildEvents(const McEstimateRequest& r,
           absl::StrFormat("events[%d].count must be in [1, 2^40], got %d", i, ev.count));
     }
     StreamEvent se;
-    if (r.estimator == McEstimator::kTiltEvery) {
+    if (r.estimator == McEstimator::kTiltMixture) {
+      se.step = mc::MakeMcStep(ev.mechanism, Direction::kRemove);
+      se.mix = mixes[i];
+    } else if (r.estimator == McEstimator::kTiltEvery) {
       auto step = TiltEveryStep(ev.mechanism, thetas[i], i);
       if (!step.ok()) return step.status();
       se.step = *step;
@@ -129,7 +137,9 @@ absl::Status Validate(const McEstimateRequest& r) {
           "thetas must be empty or have one entry per event (%d), got %d", r.events.size(),
           r.thetas.size()));
     }
-  } else if (!r.thetas.empty()) {
+  }
+  if (!r.thetas.empty() && (r.estimator == McEstimator::kSmc ||
+                            r.estimator == McEstimator::kTiltMixture)) {
     return absl::InvalidArgumentError("thetas apply to the is and tilt_every estimators only");
   }
   return absl::OkStatus();
@@ -174,6 +184,7 @@ std::string_view McEstimatorName(McEstimator estimator) {
     case McEstimator::kSmc: return "smc";
     case McEstimator::kImportanceSampling: return "is";
     case McEstimator::kTiltEvery: return "tilt_every";
+    case McEstimator::kTiltMixture: return "tilt_mixture";
   }
   return "unknown";
 }
@@ -213,8 +224,14 @@ absl::StatusOr<McEstimateResult> EstimateDeltaStreaming(const McEstimateRequest&
   if (absl::Status s = Validate(request); !s.ok()) return s;
   auto thetas = ResolveThetas(request);
   if (!thetas.ok()) return thetas.status();
+  std::vector<mc::McMix> mixes;
+  if (request.estimator == McEstimator::kTiltMixture) {
+    auto choice = mc::ChooseMixture(request.events, request.epsilon);
+    if (!choice.ok()) return choice.status();
+    mixes = std::move(choice->mixes);
+  }
   int64_t total_steps = 0;
-  auto events = BuildEvents(request, *thetas, &total_steps);
+  auto events = BuildEvents(request, *thetas, mixes, &total_steps);
   if (!events.ok()) return events.status();
   if (total_steps >= (int64_t{1} << 56)) {
     return absl::InvalidArgumentError(
@@ -222,9 +239,11 @@ absl::StatusOr<McEstimateResult> EstimateDeltaStreaming(const McEstimateRequest&
   }
   const int32_t kind = request.estimator == McEstimator::kImportanceSampling ? mc::kStreamKindOneTilt
                        : request.estimator == McEstimator::kTiltEvery      ? mc::kStreamKindEveryTilt
+                       : request.estimator == McEstimator::kTiltMixture    ? mc::kStreamKindMixture
                                                                            : mc::kStreamKindSmc;
   const uint32_t stream = kind == mc::kStreamKindOneTilt     ? mc::kStreamStreamIs
                           : kind == mc::kStreamKindEveryTilt ? mc::kStreamStreamTilt
+                          : kind == mc::kStreamKindMixture   ? mc::kStreamStreamMix
                           : request.direction == Direction::kAdd ? mc::kStreamStreamAdd
                                                                  : mc::kStreamStreamRemove;
   bool use_cuda = false;

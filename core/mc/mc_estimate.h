@@ -19,6 +19,12 @@
 //   other mechanisms are drawn untilted and need theta 0 (else UNIMPLEMENTED).
 //   Pure-Gaussian events are one merged draw, so their cost does not grow with
 //   the count. The CUDA backend runs the same per-path math.
+// * kTiltMixture (issue 14): every coordinate drawn from the per-coordinate
+//   defensive mixture of mixture_choice.h (saddle-point loss tilt of the bulk,
+//   plus a far component for the one-big-step regime), weighted by the exact
+//   running log(p/g) (mc_mixture_math.h). Remove direction; no thetas (the
+//   proposal is chosen from (ledger, epsilon)). Other mechanisms ride along
+//   untilted. Unbiased for any proposal.
 // * Reproducible: path j uses Philox4x32-10 counters (seed, j, step, ...) only
 //   (mc_sample_math.h), and sums are reduced in a fixed chunk order, so the
 //   result is bit-identical for any num_threads; the CUDA backend draws the same
@@ -50,8 +56,10 @@ enum class McEstimator {
   kSmc,                 // simple Monte Carlo, any mechanism with a sampler
   kImportanceSampling,  // exponential tilt of one random coordinate (spec 3.2-A)
   kTiltEvery,           // exponential tilt of every coordinate (issue 14)
+  kTiltMixture,         // per-coordinate defensive mixture (issue 14, mixture_choice.h)
 };
-std::string_view McEstimatorName(McEstimator estimator);  // "smc", "is", "tilt_every"
+// "smc", "is", "tilt_every", "tilt_mixture"
+std::string_view McEstimatorName(McEstimator estimator);
 
 struct McEstimateRequest {
   std::vector<MechanismEvent> events;  // the ledger, in order

@@ -71,7 +71,8 @@ enum McStream : uint32_t {
   kStreamStreamRemove = 4,  // streaming SMC, remove direction
   kStreamStreamAdd = 5,     // streaming SMC, add direction
   kStreamStreamTilt = 6,    // streaming every-coordinate tilt (mc_stream_math.h)
-  kStreamPoolTilt = 7,      // every-coordinate tilt pool
+  kStreamStreamMix = 7,     // streaming per-coordinate mixture (mc_mixture_math.h)
+  kStreamPoolMix = 8,       // per-coordinate mixture pool
 };
 
 // Draws within one step.

@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "absl/strings/str_format.h"
-#include "core/accountants/spa_ledger_cgf.h"
 #include "core/accountants/spa_tilt_solver.h"
 #include "core/mc/mc_step.h"
 #include "core/plrv/plrv.h"
@@ -79,6 +78,21 @@ double OutputTiltForLossMean(double sigma, double q, double mean) {
   return 0.5 * (lo + hi);
 }
 
+absl::StatusOr<double> SaddleLambda(const SpaLedgerCgf& cgf, double epsilon, double t_start) {
+  if (cgf.empty()) return 0.0;
+  absl::StatusOr<SpaCumulants> at0 = cgf.At(0);
+  if (!at0.ok()) return at0.status();
+  if (epsilon <= at0->k1) return 0.0;  // the mean already reaches epsilon: no tilt
+  // spa.md 3.3's solver, for the plain saddle K'_tot(t) = epsilon.
+  auto saddle = [epsilon](const SpaCumulants& c) {
+    return TiltEquationValue{c.k1 - epsilon, c.k2, std::fabs(c.k1) + std::fabs(epsilon),
+                             c.k_abs_error};
+  };
+  absl::StatusOr<std::optional<double>> root = SolveTiltEquation(cgf, saddle, t_start);
+  if (!root.ok()) return root.status();
+  return root->value_or(kSpaMaxTilt);
+}
+
 absl::StatusOr<SaddleTilt> ChooseSaddleTilt(std::span<const MechanismEvent> events,
                                             double epsilon) {
   if (events.empty()) return absl::InvalidArgumentError("events must not be empty");
@@ -91,17 +105,10 @@ absl::StatusOr<SaddleTilt> ChooseSaddleTilt(std::span<const MechanismEvent> even
   SpaLedgerCgf cgf(Direction::kRemove);
   cgf.SetLedger(events);
   if (cgf.empty()) return out;
-  absl::StatusOr<SpaCumulants> at0 = cgf.At(0);
-  if (!at0.ok()) return at0.status();
-  if (epsilon <= at0->k1) return out;  // the mean already reaches epsilon: no tilt
-  // spa.md 3.3's solver, for the plain saddle K'_tot(t) = epsilon.
-  auto saddle = [epsilon](const SpaCumulants& c) {
-    return TiltEquationValue{c.k1 - epsilon, c.k2, std::fabs(c.k1) + std::fabs(epsilon),
-                             c.k_abs_error};
-  };
-  absl::StatusOr<std::optional<double>> root = SolveTiltEquation(cgf, saddle);
-  if (!root.ok()) return root.status();
-  out.lambda = root->value_or(kSpaMaxTilt);
+  absl::StatusOr<double> lambda = SaddleLambda(cgf, epsilon);
+  if (!lambda.ok()) return lambda.status();
+  out.lambda = *lambda;
+  if (out.lambda == 0) return out;
   // One theta per distinct mechanism, in first-appearance order.
   std::vector<std::pair<Mechanism, double>> done;
   for (size_t i = 0; i < events.size(); ++i) {

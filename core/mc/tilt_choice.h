@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/accountants/spa_ledger_cgf.h"
 #include "core/mechanisms/mechanism.h"
 
 namespace dpledger::core::mc {
@@ -44,6 +45,11 @@ struct SaddleTilt {
 // errors of the SPA's CGF pass through.
 absl::StatusOr<SaddleTilt> ChooseSaddleTilt(std::span<const MechanismEvent> events,
                                             double epsilon);
+
+// The loss tilt lambda >= 0 with K'_tot(lambda) = epsilon for `cgf` (remove
+// direction): 0 when epsilon <= K'_tot(0), kSpaMaxTilt when the root is beyond it.
+// `t_start` warm-starts the solver.
+absl::StatusOr<double> SaddleLambda(const SpaLedgerCgf& cgf, double epsilon, double t_start = 0);
 
 // E_{P_theta}[y(t)] for one remove-direction (subsampled) Gaussian step with
 // noise multiplier sigma and rate q in (0, 1] (trapezoid quadrature on the
