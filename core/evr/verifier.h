@@ -15,7 +15,8 @@
 //     (is_moment_bound.h), remove with the every-coordinate tilt -> its Chernoff bound
 //     at the tilt minimising it (tilt_moment_bound.h), remove with SMC -> S(2), add ->
 //     SMC with S(2) of the remove MGF (smc_moment_bound.h); auto takes the estimator
-//     with the smallest proven nu; m = ceil((2 nu/Delta^2) ln(tau/delta_est));
+//     with the smallest proven nu; m = ceil((2 nu/Delta^2) ln(tau/delta_est)). core/mc's
+//     kTiltMixture (an EM-fitted mixture proposal) has no proven nu, so it is never used;
 //  4b. certified directions (options.certification = kPld, the default): a direction
 //     whose certified PLD upper bound U_d on delta_d(epsilon) satisfies U_d <= T passes
 //     without sampling (nu and m are still reported, m is not drawn);
