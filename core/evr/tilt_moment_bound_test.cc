@@ -62,7 +62,7 @@ TEST(TiltMomentBound, ZeroTiltIsTheSmcBound) {
 
 // The spec's Fig. 10 DP-SGD setting (sigma 2, q 0.01, 1000 steps, eps = 0.62227 =
 // PLD's epsilon at delta 9.9e-6): the chosen tilt's nu is 9.11e-9 (independent Python
-// grid search of the same closed form, /tmp/evrg/nu.py), ~280x below SMC's 2.56e-6.
+// grid search of the same closed form, tilt_moment_bound_ref.py), ~280x below SMC's 2.56e-6.
 TEST(TiltMomentBound, ChoiceAtTheFig10Setting) {
   const std::vector<MechanismEvent> ledger = {Sg(2.0, 0.01, 1000)};
   auto c = ChooseTiltEvery(ledger, 0.6222731291229167);
@@ -111,7 +111,7 @@ TEST(TiltMomentBound, ExceedsTheEmpiricalSecondMoment) {
 
 // The loss tilt (issue 14 notes): order 0 is SMC's S(2); at the issue's release target
 // (sigma 1, q 0.01, 1000 steps, eps 1.9187) order 7 gives nu = 1.41e-9 (the Python grid
-// of /tmp/evrg/nu3.py: 56.4 * (5e-6)^2), ~830x below the output tilt's 1.17e-6.
+// of tilt_moment_bound_ref.py: 56.4 * (5e-6)^2), ~830x below the output tilt's 1.17e-6.
 TEST(TiltMomentBound, LossTiltAtTheReleaseTarget) {
   const std::vector<MechanismEvent> ledger = {Sg(1.0, 0.01, 1000)};
   auto loss = ChooseLossTilt(ledger, 1.9187046699488315);
