@@ -1,0 +1,126 @@
+// delta(eps) of one neighbouring direction conditioned on the number of jump
+// steps (issue 15 item 2; derivation and measurements in docs/conditioned_mixture.md).
+//
+// For a ledger with ONE Poisson-subsampled mechanism (q < 1) applied k times
+// (any other mechanisms enter in full), split each of its per-step losses Y at
+// a threshold c: a jump when |Y| > c (probability p), else bulk. With M ~
+// Binomial(k, p) the number of jump steps, S_M the sum of the M jump losses and
+// B_{k-M} the bulk (k - M restricted steps plus the rest of the ledger),
+//   delta(eps) = sum_m b(m; k, p) E[D_{k-m}(eps - S_m)],  D_n(x) = E[(1 - e^{x - B_n})_+]
+// exactly (independence of the steps). The law of S_m is computed numerically:
+// the jump law given |Y| > c on cells of width h (mass from the PLRV's CDF, at
+// the cell midpoint) convolved m times, directly, after tilting the cells by
+// e^{theta y} (theta the joint saddle tilt at eps) so the relevant region is the
+// peak and no digit is lost to the tiny values elsewhere. D_n is the bulk's
+// saddle-point approximation (spa_mixture_bulk.h), which is accurate because the
+// bulk has no jumps. c is chosen so that k p = kExpectedJumps (1): the number of
+// mixture terms then depends on delta only, not on k or q (cost flat in k).
+// Terms stop once the remaining binomial mass is below kMixtureTailFraction of the
+// sum so far; that mass (an upper bound on what the dropped terms add) is reported.
+//
+// What the number is: an ESTIMATE (the bulk's SPA carries no error bound here).
+// Both directions use the same code: the add direction's PLRV is the law of the
+// loss under Q (the e^{-L} change of measure of the doc), whose jumps are negative.
+//
+// Thread safety: not thread-safe (queries fill caches), like every Accountant.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/accountants/spa_mixture_bulk.h"
+#include "core/mechanisms/mechanism.h"
+#include "core/plrv/plrv.h"
+#include "core/util/deadline.h"
+#include "core/util/log_math.h"
+
+namespace dpledger::core {
+
+// Expected number of jump steps k p that fixes the threshold c.
+inline constexpr double kExpectedJumps = 1;
+// Cell width of the jump law (nats): midpoint cells, O(h^2) error, measured <= 0.2%.
+inline constexpr double kJumpCellWidth = 1e-3;
+// Stop adding terms when Pr[M > m] <= this fraction of the sum so far.
+inline constexpr double kMixtureTailFraction = 1e-4;
+// Most terms evaluated (m = 0 .. kMaxMixtureTerms - 1).
+inline constexpr int kMaxMixtureTerms = 400;
+
+struct MixtureDelta {
+  double log_delta = 0;       // the estimate
+  int terms = 0;              // mixture terms summed (m = 0 .. terms - 1)
+  double truncated_mass = 0;  // binomial mass of the terms left out (bounds their sum)
+};
+
+class ConditionedMixture {
+ public:
+  // FAILED_PRECONDITION naming why when the ledger has no Poisson-subsampled
+  // mechanism with q < 1 or more than one distinct one (then callers answer
+  // unconditioned); errors of the bulk build pass through.
+  static absl::StatusOr<std::unique_ptr<ConditionedMixture>> Build(
+      std::span<const MechanismEvent> events, Direction direction, BulkEstimator estimator,
+      const Deadline& deadline);
+
+  absl::StatusOr<MixtureDelta> Delta(double epsilon, const Deadline& deadline) const;
+  // The eps in [lo, hi] where the estimate crosses delta (bisection on log delta,
+  // to 1e-7 relative); lo or hi when it does not cross inside.
+  absl::StatusOr<double> Epsilon(double delta, double lo, double hi,
+                                 const Deadline& deadline) const;
+
+  double threshold() const { return threshold_; }
+  double jump_probability() const { return p_; }
+  Direction direction() const { return direction_; }
+
+ private:
+  ConditionedMixture() = default;
+  double LogBinomial(int m) const;  // log b(m; k, p)
+  const BulkCurve& Curve(int m) const;
+  // The tilt of the jump cells (it only steers which values the FFT keeps to full
+  // relative precision, so it does not enter the answer) and the lump limits.
+  struct Tilt {
+    double theta;
+    int64_t cap;  // jump cells from this offset on are lumped
+    double s_hi;  // sums above this are lumped
+    double s_lo;  // sums below this are dropped
+  };
+  // For queries at eps in [epsilon_lo, epsilon_hi].
+  Tilt TiltFor(double epsilon_lo, double epsilon_hi) const;
+  double CellLoss(int64_t offset) const;  // midpoint of jump cell `offset`
+  // The tilted laws of S_1..S_m for this tilt (cached; extended on demand).
+  void EnsurePowers(const Tilt& tilt, int m) const;
+  absl::StatusOr<MixtureDelta> DeltaWithTilt(double epsilon, const Tilt& tilt,
+                                             const Deadline& deadline) const;
+
+  Direction direction_ = Direction::kRemove;
+  std::unique_ptr<Plrv> jumping_;
+  std::vector<std::unique_ptr<Plrv>> rest_plrvs_;
+  double k_ = 0;
+  double threshold_ = 0, p_ = 0;
+  double ess_sup_ = kInf;  // largest total loss
+  // Jump cells: y = h (j + 1/2), log of their mass given a jump.
+  int64_t first_cell_ = 0;
+  std::vector<double> log_cell_mass_;
+  std::optional<MixtureBulk> bulk_;
+  mutable std::vector<std::optional<BulkCurve>> curves_;
+  // S_m's tilted law: sums_[m][i] e^{log_scales_[m]} = Pr[S_m = s_i] e^{theta s_i},
+  // s_i = h (firsts_[m] + i + m/2).
+  struct Powers {
+    double theta = kNaN;
+    int64_t cap = -1;
+    double s_hi = kNaN, s_lo = kNaN;
+    double log_lump_cell = 0;  // log jump mass beyond the cap (given a jump)
+    std::vector<double> log_lumped;  // log Pr[lumped | M = m]
+    std::vector<double> cell;  // tilted jump cells, largest 1, from lattice index cell_first
+    int64_t cell_first = 0;
+    double log_scale_cell = 0;
+    std::vector<std::vector<double>> sums;
+    std::vector<int64_t> firsts;
+    std::vector<double> log_scales;
+  };
+  mutable Powers powers_;
+};
+
+}  // namespace dpledger::core
