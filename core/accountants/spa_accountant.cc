@@ -1,6 +1,8 @@
 #include "core/accountants/spa_accountant.h"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -8,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "core/accountants/spa_epsilon.h"
 #include "core/accountants/spa_ledger_cgf.h"
+#include "core/accountants/spa_mixture.h"
 #include "core/util/log_math.h"
 
 namespace dpledger::core {
@@ -27,7 +30,9 @@ class SpaAccountant final : public Accountant {
 
   std::string_view Name() const override { return "spa"; }
   std::unique_ptr<Accountant> Clone() const override {
-    return std::make_unique<SpaAccountant>(*this);
+    auto clone = std::make_unique<SpaAccountant>(*this);
+    clone->mixtures_ = {};  // their caches are not shared; rebuilt on use
+    return clone;
   }
   std::vector<AnswerDiagnostic> LastDiagnostics() const override { return diagnostics_; }
 
@@ -49,12 +54,16 @@ class SpaAccountant final : public Accountant {
     // Symmetric mechanisms have the same law in both directions: skip the second.
     use_add_ = !symmetric;
     if (use_add_) add_.SetLedger(events());
+    mixtures_[0].reset();
+    mixtures_[1].reset();
   }
 
   absl::StatusOr<DeltaBound> ComputeDelta(double epsilon) const override {
     diagnostics_.clear();
     DeltaBound out{0, 0, 0, Guarantee::kCertified, 0};
-    for (const SpaLedgerCgf* cgf : Directions()) {
+    const std::vector<const SpaLedgerCgf*> directions = Directions();
+    std::vector<double> uncond_estimates;
+    for (const SpaLedgerCgf* cgf : directions) {
       SpaDeltaOptions delta_options;
       delta_options.with_icml_k3 = options_.estimator == SpaEstimator::kIcmlK3;
       absl::StatusOr<SpaDeltaPoint> p = EvaluateSpaDelta(*cgf, epsilon, delta_options);
@@ -70,6 +79,26 @@ class SpaAccountant final : public Accountant {
       out.lower = std::max(out.lower, lower);
       out.estimate = std::max(out.estimate, estimate);
       out.upper = std::max(out.upper, upper);
+      uncond_estimates.push_back(estimate);
+    }
+    absl::StatusOr<bool> conditioned = Conditioned(directions);
+    if (!conditioned.ok()) return conditioned.status();
+    if (*conditioned) {
+      // The same max over directions, of the conditioned estimates, each clamped
+      // into its direction's certified interval (the max of clamped values lies
+      // in [out.lower, out.upper]).
+      double estimate = 0, log_floor = -kInf;
+      for (size_t i = 0; i < directions.size(); ++i) {
+        log_floor = std::max(log_floor, std::log(uncond_estimates[i]) + std::log(1e-3));
+      }
+      for (const SpaLedgerCgf* cgf : directions) {
+        const ConditionedMixture& mix = *Mixture(*cgf);
+        absl::StatusOr<MixtureDelta> d = mix.Delta(epsilon, deadline(), log_floor);
+        if (!d.ok()) return d.status();
+        NoteMixture(mix, *d);
+        estimate = std::max(estimate, std::exp(d->log_delta));
+      }
+      out.estimate = std::clamp(estimate, out.lower, out.upper);
     }
     return out;
   }
@@ -86,6 +115,24 @@ class SpaAccountant final : public Accountant {
       out.lower = std::max(out.lower, e->lower);
       out.estimate = std::max(out.estimate, e->estimate);
       out.upper = std::max(out.upper, e->upper);
+    }
+    const std::vector<const SpaLedgerCgf*> directions = Directions();
+    absl::StatusOr<bool> conditioned = Conditioned(directions);
+    if (!conditioned.ok()) return conditioned.status();
+    if (*conditioned) {
+      // eps(delta) of the composed ledger is the max over directions; each
+      // direction's root lies in the certified [lower, upper] of the answer.
+      double estimate = out.lower;
+      for (const SpaLedgerCgf* cgf : directions) {
+        const ConditionedMixture& mix = *Mixture(*cgf);
+        absl::StatusOr<double> eps = mix.Epsilon(delta, out.lower, out.upper, deadline());
+        if (!eps.ok()) return eps.status();
+        absl::StatusOr<MixtureDelta> d = mix.Delta(*eps, deadline());
+        if (!d.ok()) return d.status();
+        NoteMixture(mix, *d);
+        estimate = std::max(estimate, *eps);
+      }
+      out.estimate = std::clamp(estimate, out.lower, out.upper);
     }
     return out;
   }
@@ -109,6 +156,49 @@ class SpaAccountant final : public Accountant {
     }
   }
 
+  // Whether the conditioned mixture answers this ledger's estimate; builds the
+  // mixtures on first use after a ledger change and notes the path taken.
+  absl::StatusOr<bool> Conditioned(const std::vector<const SpaLedgerCgf*>& directions) const {
+    if (options_.conditioning == SpaConditioning::kOff) {
+      diagnostics_.push_back({"conditioned", std::string("no: conditioning off")});
+      return false;
+    }
+    for (const SpaLedgerCgf* cgf : directions) {
+      const int i = cgf->direction() == Direction::kRemove ? 0 : 1;
+      if (mixtures_[i].has_value()) continue;
+      absl::StatusOr<std::unique_ptr<ConditionedMixture>> built = ConditionedMixture::Build(
+          events(), cgf->direction(), BulkEstimator::kEw2, deadline());
+      if (built.ok()) {
+        mixtures_[i] = std::shared_ptr<ConditionedMixture>(std::move(*built));
+      } else {
+        mixtures_[i] = built.status();
+      }
+      if (mixtures_[i]->status().code() == absl::StatusCode::kDeadlineExceeded) {
+        absl::Status s = mixtures_[i]->status();
+        mixtures_[i].reset();
+        return s;
+      }
+    }
+    for (const SpaLedgerCgf* cgf : directions) {
+      const absl::Status& s = mixtures_[cgf->direction() == Direction::kRemove ? 0 : 1]->status();
+      if (!s.ok()) {
+        diagnostics_.push_back({"conditioned", "no: " + std::string(s.message())});
+        return false;
+      }
+    }
+    diagnostics_.push_back({"conditioned", std::string("yes")});
+    return true;
+  }
+  const ConditionedMixture* Mixture(const SpaLedgerCgf& cgf) const {
+    return mixtures_[cgf.direction() == Direction::kRemove ? 0 : 1]->value().get();
+  }
+  void NoteMixture(const ConditionedMixture& mix, const MixtureDelta& d) const {
+    const std::string dir = mix.direction() == Direction::kRemove ? "remove_" : "add_";
+    diagnostics_.push_back({dir + "mixture_terms", static_cast<double>(d.terms)});
+    diagnostics_.push_back({dir + "truncated_mass", d.truncated_mass});
+    diagnostics_.push_back({dir + "jump_threshold", mix.threshold()});
+  }
+
   // The directions to query, carrying this query's deadline.
   std::vector<const SpaLedgerCgf*> Directions() const {
     remove_.SetDeadline(deadline());
@@ -122,6 +212,11 @@ class SpaAccountant final : public Accountant {
   SpaLedgerCgf add_{Direction::kAdd};
   bool use_add_ = false;
   mutable std::vector<AnswerDiagnostic> diagnostics_;
+  // Conditioned mixtures per direction (remove, add), built on first use; a
+  // FAILED_PRECONDITION status says why a ledger has none.
+  // Not shared with clones.
+  mutable std::array<std::optional<absl::StatusOr<std::shared_ptr<ConditionedMixture>>>, 2>
+      mixtures_;
 };
 
 }  // namespace

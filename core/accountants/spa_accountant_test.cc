@@ -66,7 +66,8 @@ TEST(SpaAccountant, GaussianCompositionMatchesClosedForm) {
 }
 
 TEST(SpaAccountant, ReportsTheWorseOfBothDirections) {
-  auto a = Spa();
+  // The unconditioned estimates (the conditioned path is tested in spa_mixture_test.cc).
+  auto a = Spa(SpaOptions{.conditioning = SpaConditioning::kOff});
   ASSERT_TRUE(a->Compose(Sg(1, 0.01), 1000).ok());
   SpaLedgerCgf remove(Direction::kRemove), add(Direction::kAdd);
   remove.SetLedger(a->events());
@@ -290,9 +291,12 @@ TEST(SpaAccountant, HeterogeneousLedgerContainsSpecTruth) {
 }
 
 TEST(SpaAccountant, EstimatorOptionChangesOnlyTheEstimate) {
-  auto clt = Spa();
-  auto msd1 = Spa(SpaOptions{.estimator = SpaEstimator::kMsd1});
-  auto ew2 = Spa(SpaOptions{.estimator = SpaEstimator::kEw2});
+  // Spec values of the unconditioned estimators (spa.md 9.4).
+  auto clt = Spa(SpaOptions{.conditioning = SpaConditioning::kOff});
+  auto msd1 = Spa(SpaOptions{.estimator = SpaEstimator::kMsd1,
+                             .conditioning = SpaConditioning::kOff});
+  auto ew2 = Spa(SpaOptions{.estimator = SpaEstimator::kEw2,
+                            .conditioning = SpaConditioning::kOff});
   for (Accountant* a : {clt.get(), msd1.get(), ew2.get()}) {
     ASSERT_TRUE(a->Compose(Sg(2, 0.01), 3000).ok());
   }

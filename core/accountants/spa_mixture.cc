@@ -3,10 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <mutex>
-#include <cstdio>
-#include <cstdlib>
-
 #include "absl/strings/str_format.h"
 #include "core/util/log_math.h"
 
@@ -22,7 +18,7 @@ constexpr double kMaxJumpLoss = 100;
 constexpr double kConvolutionFloor = 1e-25;
 // Sums of jumps above eps + kLumpMargin are lumped: D is within e^-6 (0.25%) of 1
 // there, and the estimate takes the middle of [D(-6), 1].
-constexpr double kLumpMargin = 6;
+constexpr double kLumpMargin = 4;
 
 // a * b (full linear convolution), directly: every entry is a sum of
 // non-negative products, so it keeps full relative precision however small it
@@ -95,7 +91,7 @@ absl::StatusOr<std::unique_ptr<ConditionedMixture>> ConditionedMixture::Build(
   const double h = kJumpCellWidth, k = mixture->k_;
 
   // Threshold: k Pr[|Y| > c] = kExpectedJumps, by bisection on log c.
-  const double target = (std::getenv("MIX_LAMBDA") ? std::atof(std::getenv("MIX_LAMBDA")) : kExpectedJumps) / k;
+  const double target = kExpectedJumps / k;
   double c = h;
   if (JumpTail(plrv, h) > target) {
     double lo = h, hi = 1;
@@ -267,13 +263,14 @@ void ConditionedMixture::EnsurePowers(const Tilt& tilt, int m) const {
   }
 }
 
-absl::StatusOr<MixtureDelta> ConditionedMixture::Delta(double epsilon,
-                                                       const Deadline& deadline) const {
-  return DeltaWithTilt(epsilon, TiltFor(epsilon, epsilon), deadline);
+absl::StatusOr<MixtureDelta> ConditionedMixture::Delta(double epsilon, const Deadline& deadline,
+                                                       double log_floor) const {
+  return DeltaWithTilt(epsilon, TiltFor(epsilon, epsilon), deadline, log_floor);
 }
 
 absl::StatusOr<MixtureDelta> ConditionedMixture::DeltaWithTilt(double epsilon, const Tilt& tilt,
-                                                               const Deadline& deadline) const {
+                                                               const Deadline& deadline,
+                                                               double log_floor) const {
   const double h = kJumpCellWidth;
   const double theta = tilt.theta;
   MixtureDelta out;
@@ -316,7 +313,6 @@ absl::StatusOr<MixtureDelta> ConditionedMixture::DeltaWithTilt(double epsilon, c
       out.log_delta = LogAddExp(out.log_delta, log_lumped + std::log(0.5 * (1 + d_lo)));
       lump_gap += std::exp(log_lumped) * 0.5 * (1 - d_lo);
     }
-    if (std::getenv("MIX_DEBUG")) std::fprintf(stderr, "m=%d theta=%g size=%zu first=%lld lscale=%g inner_top=%g logd=%g\n", m, theta, sum.size(), (long long)first, log_scale, inner_top, out.log_delta);
     out.terms = m + 1;
     out.truncated_mass = 0;
     if (m + 1 > k_ || !jumps) break;
@@ -325,12 +321,13 @@ absl::StatusOr<MixtureDelta> ConditionedMixture::DeltaWithTilt(double epsilon, c
                             (k_ - m - 1) * log_1mp;
     const double r = (k_ - m - 1) * p_ / ((m + 2) * (1 - p_));
     out.truncated_mass = r < 1 ? std::exp(log_next - std::log1p(-r)) : 1;
-    if (r < 1 && log_next - std::log1p(-r) <= std::log(kMixtureTailFraction) + out.log_delta) {
+    if (r < 1 && log_next - std::log1p(-r) <=
+                     std::log(kMixtureTailFraction) + std::max(out.log_delta, log_floor)) {
       break;
     }
   }
   out.truncated_mass += lump_gap;
-  if (out.truncated_mass > kMixtureTailFraction * std::exp(out.log_delta) &&
+  if (out.truncated_mass > kMixtureTailFraction * std::exp(std::max(out.log_delta, log_floor)) &&
       out.terms >= kMaxMixtureTerms) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "conditioned mixture: %d terms leave binomial mass %g, above %g of the estimate %g",
@@ -346,7 +343,7 @@ absl::StatusOr<double> ConditionedMixture::Epsilon(double delta, double lo, doub
   // powers are computed once.
   const Tilt theta = TiltFor(lo, hi);
   auto f = [&](double eps) -> absl::StatusOr<double> {
-    absl::StatusOr<MixtureDelta> d = DeltaWithTilt(eps, theta, deadline);
+    absl::StatusOr<MixtureDelta> d = DeltaWithTilt(eps, theta, deadline, -kInf);
     if (!d.ok()) return d.status();
     return d->log_delta - log_target;
   };

@@ -43,7 +43,7 @@ namespace dpledger::core {
 // Expected number of jump steps k p that fixes the threshold c.
 inline constexpr double kExpectedJumps = 1;
 // Cell width of the jump law (nats): midpoint cells, O(h^2) error, measured <= 0.2%.
-inline constexpr double kJumpCellWidth = 1e-3;
+inline constexpr double kJumpCellWidth = 2e-3;
 // Stop adding terms when Pr[M > m] <= this fraction of the sum so far.
 inline constexpr double kMixtureTailFraction = 1e-4;
 // Most terms evaluated (m = 0 .. kMaxMixtureTerms - 1).
@@ -64,7 +64,11 @@ class ConditionedMixture {
       std::span<const MechanismEvent> events, Direction direction, BulkEstimator estimator,
       const Deadline& deadline);
 
-  absl::StatusOr<MixtureDelta> Delta(double epsilon, const Deadline& deadline) const;
+  // `log_floor`: terms stop once the binomial mass left is below
+  // kMixtureTailFraction of max(estimate, e^log_floor) (e.g. the other direction's
+  // answer, which the max over directions keeps).
+  absl::StatusOr<MixtureDelta> Delta(double epsilon, const Deadline& deadline,
+                                     double log_floor = -kInf) const;
   // The eps in [lo, hi] where the estimate crosses delta (bisection on log delta,
   // to 1e-7 relative); lo or hi when it does not cross inside.
   absl::StatusOr<double> Epsilon(double delta, double lo, double hi,
@@ -92,7 +96,7 @@ class ConditionedMixture {
   // The tilted laws of S_1..S_m for this tilt (cached; extended on demand).
   void EnsurePowers(const Tilt& tilt, int m) const;
   absl::StatusOr<MixtureDelta> DeltaWithTilt(double epsilon, const Tilt& tilt,
-                                             const Deadline& deadline) const;
+                                             const Deadline& deadline, double log_floor) const;
 
   Direction direction_ = Direction::kRemove;
   std::unique_ptr<Plrv> jumping_;
