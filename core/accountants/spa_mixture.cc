@@ -88,13 +88,13 @@ absl::StatusOr<std::unique_ptr<ConditionedMixture>> ConditionedMixture::Build(
         "the ledger has no Poisson-subsampled mechanism with sampling_rate < 1");
   }
   const Plrv& plrv = *mixture->jumping_;
-  const double h = kJumpCellWidth, k = mixture->k_;
+  const double k = mixture->k_;
 
   // Threshold: k Pr[|Y| > c] = kExpectedJumps, by bisection on log c.
   const double target = kExpectedJumps / k;
-  double c = h;
-  if (JumpTail(plrv, h) > target) {
-    double lo = h, hi = 1;
+  double c = kMinJumpCellWidth;
+  if (JumpTail(plrv, c) > target) {
+    double lo = c, hi = 1;
     while (JumpTail(plrv, hi) > target && hi < kMaxJumpLoss) {
       lo = hi;
       hi *= 2;
@@ -105,6 +105,11 @@ absl::StatusOr<std::unique_ptr<ConditionedMixture>> ConditionedMixture::Build(
     }
     c = hi;
   }
+  // Cells no wider than c/2 (the scale of the bulk/jump boundary; at q = 1e-4 and
+  // 100 steps c is 6e-4 nats and 2e-3-wide cells put eps 5% off), within bounds
+  // that keep the convolutions small.
+  const double h = std::clamp(c / 2, kMinJumpCellWidth, kJumpCellWidth);
+  mixture->h_ = h;
   c = std::ceil(c / h) * h;  // on the cell lattice
   mixture->threshold_ = c;
   mixture->p_ = JumpTail(plrv, c);
@@ -156,7 +161,7 @@ const BulkCurve& ConditionedMixture::Curve(int m) const {
 }
 
 double ConditionedMixture::CellLoss(int64_t offset) const {
-  return kJumpCellWidth * (static_cast<double>(first_cell_ + offset) + 0.5);
+  return h_ * (static_cast<double>(first_cell_ + offset) + 0.5);
 }
 
 ConditionedMixture::Tilt ConditionedMixture::TiltFor(double epsilon_lo, double epsilon_hi) const {
@@ -183,7 +188,7 @@ ConditionedMixture::Tilt ConditionedMixture::TiltFor(double epsilon_lo, double e
 }
 
 void ConditionedMixture::EnsurePowers(const Tilt& tilt, int m) const {
-  const double h = kJumpCellWidth;
+  const double h = h_;
   const double theta = tilt.theta;
   Powers& pw = powers_;
   if (!(pw.theta == theta && pw.cap == tilt.cap && pw.s_hi == tilt.s_hi &&
@@ -271,7 +276,7 @@ absl::StatusOr<MixtureDelta> ConditionedMixture::Delta(double epsilon, const Dea
 absl::StatusOr<MixtureDelta> ConditionedMixture::DeltaWithTilt(double epsilon, const Tilt& tilt,
                                                                const Deadline& deadline,
                                                                double log_floor) const {
-  const double h = kJumpCellWidth;
+  const double h = h_;
   const double theta = tilt.theta;
   MixtureDelta out;
   out.log_delta = -kInf;
