@@ -1,8 +1,6 @@
 #include "core/accountants/spa_accountant.h"
 
 #include <algorithm>
-#include <array>
-#include <optional>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -10,17 +8,11 @@
 #include "absl/strings/str_format.h"
 #include "core/accountants/spa_epsilon.h"
 #include "core/accountants/spa_ledger_cgf.h"
-#include "core/accountants/spa_mixture.h"
+#include "core/accountants/spa_mixture_estimate.h"
 #include "core/util/log_math.h"
 
 namespace dpledger::core {
 namespace {
-
-// Above this many expected sampled steps (k q) the unconditioned SPA is within 1%
-// of PLD on every row of spa_accountant_test.cc (kq = 1000) and the mixture's bulk
-// spreads over many nats (its convolutions grow), so auto leaves it
-// unconditioned; at kq = 100 the unconditioned one is still 1.2% off.
-constexpr double kMaxConditionedSampledSteps = 100;
 
 // exp of a log upper bound, rounded so it stays an upper bound: below the
 // smallest subnormal it becomes that subnormal instead of 0.
@@ -36,9 +28,7 @@ class SpaAccountant final : public Accountant {
 
   std::string_view Name() const override { return "spa"; }
   std::unique_ptr<Accountant> Clone() const override {
-    auto clone = std::make_unique<SpaAccountant>(*this);
-    clone->mixtures_ = {};  // their caches are not shared; rebuilt on use
-    return clone;
+    return std::make_unique<SpaAccountant>(*this);  // the mixtures are not copied
   }
   std::vector<AnswerDiagnostic> LastDiagnostics() const override { return diagnostics_; }
 
@@ -60,8 +50,7 @@ class SpaAccountant final : public Accountant {
     // Symmetric mechanisms have the same law in both directions: skip the second.
     use_add_ = !symmetric;
     if (use_add_) add_.SetLedger(events());
-    mixtures_[0].reset();
-    mixtures_[1].reset();
+    mixture_.Reset();
   }
 
   absl::StatusOr<DeltaBound> ComputeDelta(double epsilon) const override {
@@ -93,18 +82,12 @@ class SpaAccountant final : public Accountant {
       // The same max over directions, of the conditioned estimates, each clamped
       // into its direction's certified interval (the max of clamped values lies
       // in [out.lower, out.upper]).
-      double estimate = 0, log_floor = -kInf;
-      for (size_t i = 0; i < directions.size(); ++i) {
-        log_floor = std::max(log_floor, std::log(uncond_estimates[i]) + std::log(1e-3));
-      }
-      for (const SpaLedgerCgf* cgf : directions) {
-        const ConditionedMixture& mix = *Mixture(*cgf);
-        absl::StatusOr<MixtureDelta> d = mix.Delta(epsilon, deadline(), log_floor);
-        if (!d.ok()) return d.status();
-        NoteMixture(mix, *d);
-        estimate = std::max(estimate, std::exp(d->log_delta));
-      }
-      out.estimate = std::clamp(estimate, out.lower, out.upper);
+      // Terms of a direction far below the other's answer need no precision.
+      double log_floor = -kInf;
+      for (double e : uncond_estimates) log_floor = std::max(log_floor, std::log(e) + std::log(1e-3));
+      absl::StatusOr<double> estimate = mixture_.Delta(epsilon, log_floor, deadline(), diagnostics_);
+      if (!estimate.ok()) return estimate.status();
+      out.estimate = std::clamp(*estimate, out.lower, out.upper);
     }
     return out;
   }
@@ -126,19 +109,11 @@ class SpaAccountant final : public Accountant {
     absl::StatusOr<bool> conditioned = Conditioned(directions);
     if (!conditioned.ok()) return conditioned.status();
     if (*conditioned) {
-      // eps(delta) of the composed ledger is the max over directions; each
-      // direction's root lies in the certified [lower, upper] of the answer.
-      double estimate = out.lower;
-      for (const SpaLedgerCgf* cgf : directions) {
-        const ConditionedMixture& mix = *Mixture(*cgf);
-        absl::StatusOr<double> eps = mix.Epsilon(delta, out.lower, out.upper, deadline());
-        if (!eps.ok()) return eps.status();
-        absl::StatusOr<MixtureDelta> d = mix.Delta(*eps, deadline());
-        if (!d.ok()) return d.status();
-        NoteMixture(mix, *d);
-        estimate = std::max(estimate, *eps);
-      }
-      out.estimate = std::clamp(estimate, out.lower, out.upper);
+      // The truth lies in the certified [lower, upper]: search there.
+      absl::StatusOr<double> estimate =
+          mixture_.Epsilon(delta, out.lower, out.upper, deadline(), diagnostics_);
+      if (!estimate.ok()) return estimate.status();
+      out.estimate = std::clamp(*estimate, out.lower, out.upper);
     }
     return out;
   }
@@ -162,60 +137,15 @@ class SpaAccountant final : public Accountant {
     }
   }
 
-  // Whether the conditioned mixture answers this ledger's estimate; builds the
-  // mixtures on first use after a ledger change and notes the path taken.
+  // Whether the conditioned mixture answers this ledger's estimate (notes it).
   absl::StatusOr<bool> Conditioned(const std::vector<const SpaLedgerCgf*>& directions) const {
     if (options_.conditioning == SpaConditioning::kOff) {
       diagnostics_.push_back({"conditioned", std::string("no: conditioning off")});
       return false;
     }
-    // The small-q regime: at most kMaxConditionedSampledSteps expected sampled
-    // steps of the subsampled mechanisms (sum of count * q).
-    double sampled = 0;
-    for (const MechanismEvent& e : events()) {
-      if (e.mechanism.is_subsampled()) sampled += static_cast<double>(e.count) * e.mechanism.sampling_rate();
-    }
-    if (sampled > kMaxConditionedSampledSteps) {
-      diagnostics_.push_back(
-          {"conditioned", absl::StrFormat("no: %g expected sampled steps (> %g: the unconditioned "
-                                          "saddle point is accurate there)",
-                                          sampled, kMaxConditionedSampledSteps)});
-      return false;
-    }
-    for (const SpaLedgerCgf* cgf : directions) {
-      const int i = cgf->direction() == Direction::kRemove ? 0 : 1;
-      if (mixtures_[i].has_value()) continue;
-      absl::StatusOr<std::unique_ptr<ConditionedMixture>> built = ConditionedMixture::Build(
-          events(), cgf->direction(), BulkEstimator::kEw2, deadline());
-      if (built.ok()) {
-        mixtures_[i] = std::shared_ptr<ConditionedMixture>(std::move(*built));
-      } else {
-        mixtures_[i] = built.status();
-      }
-      if (mixtures_[i]->status().code() == absl::StatusCode::kDeadlineExceeded) {
-        absl::Status s = mixtures_[i]->status();
-        mixtures_[i].reset();
-        return s;
-      }
-    }
-    for (const SpaLedgerCgf* cgf : directions) {
-      const absl::Status& s = mixtures_[cgf->direction() == Direction::kRemove ? 0 : 1]->status();
-      if (!s.ok()) {
-        diagnostics_.push_back({"conditioned", "no: " + std::string(s.message())});
-        return false;
-      }
-    }
-    diagnostics_.push_back({"conditioned", std::string("yes")});
-    return true;
-  }
-  const ConditionedMixture* Mixture(const SpaLedgerCgf& cgf) const {
-    return mixtures_[cgf.direction() == Direction::kRemove ? 0 : 1]->value().get();
-  }
-  void NoteMixture(const ConditionedMixture& mix, const MixtureDelta& d) const {
-    const std::string dir = mix.direction() == Direction::kRemove ? "remove_" : "add_";
-    diagnostics_.push_back({dir + "mixture_terms", static_cast<double>(d.terms)});
-    diagnostics_.push_back({dir + "truncated_mass", d.truncated_mass});
-    diagnostics_.push_back({dir + "jump_threshold", mix.threshold()});
+    std::vector<Direction> dirs;
+    for (const SpaLedgerCgf* cgf : directions) dirs.push_back(cgf->direction());
+    return mixture_.Applies(events(), dirs, BulkEstimator::kEw2, deadline(), diagnostics_);
   }
 
   // The directions to query, carrying this query's deadline.
@@ -231,11 +161,7 @@ class SpaAccountant final : public Accountant {
   SpaLedgerCgf add_{Direction::kAdd};
   bool use_add_ = false;
   mutable std::vector<AnswerDiagnostic> diagnostics_;
-  // Conditioned mixtures per direction (remove, add), built on first use; a
-  // FAILED_PRECONDITION status says why a ledger has none.
-  // Not shared with clones.
-  mutable std::array<std::optional<absl::StatusOr<std::shared_ptr<ConditionedMixture>>>, 2>
-      mixtures_;
+  mutable MixtureEstimate mixture_;  // the conditioned estimate (spa_mixture_estimate.h)
 };
 
 }  // namespace

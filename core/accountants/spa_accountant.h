@@ -48,16 +48,9 @@
 #include "absl/status/statusor.h"
 #include "core/accountants/accountant.h"
 #include "core/accountants/spa_delta.h"
+#include "core/accountants/spa_mixture_estimate.h"
 
 namespace dpledger::core {
-
-// Whether the estimate conditions on the number of jump steps (spa_mixture.h,
-// docs/conditioned_mixture.md). kAuto: for every ledger with exactly one distinct
-// Poisson-subsampled mechanism with q < 1 (the DP-SGD case), where it measured
-// within 0.1% of PLD against errors up to 270% unconditioned (small q); the
-// diagnostics say which path answered. kOff: the unconditioned estimator as
-// published (the spec vectors).
-enum class SpaConditioning { kAuto, kOff };
 
 struct SpaOptions {
   // Which approximation is reported as `estimate` (spa.md 4.5) when the
