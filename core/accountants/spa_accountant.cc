@@ -145,7 +145,14 @@ class SpaAccountant final : public Accountant {
     }
     std::vector<Direction> dirs;
     for (const SpaLedgerCgf* cgf : directions) dirs.push_back(cgf->direction());
-    return mixture_.Applies(events(), dirs, BulkEstimator::kEw2, deadline(), diagnostics_);
+    absl::StatusOr<bool> applies =
+        mixture_.Applies(events(), dirs, BulkEstimator::kEw2, deadline(), diagnostics_);
+    if (applies.ok() && *applies) {
+      // The warning was about the unconditioned estimate, which is not reported.
+      std::erase_if(diagnostics_,
+                    [](const AnswerDiagnostic& d) { return d.name == "estimate_warning"; });
+    }
+    return applies;
   }
 
   // The directions to query, carrying this query's deadline.

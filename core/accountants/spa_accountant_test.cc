@@ -270,7 +270,13 @@ TEST(SpaAccountant, DiagnosticsWarnWhereTheErrorBoundExceedsTheEstimate) {
     }
     return -1.0;
   };
-  std::unique_ptr<Accountant> small_q = *CreateSpaAccountant();
+  // The unconditioned estimate warns; the conditioned one (the default) does not.
+  std::unique_ptr<Accountant> small_q =
+      *CreateSpaAccountant(SpaOptions{.conditioning = SpaConditioning::kOff});
+  std::unique_ptr<Accountant> conditioned = *CreateSpaAccountant();
+  ASSERT_TRUE(conditioned->Compose(Sg(1, 1e-3), 10000).ok());
+  ASSERT_TRUE(conditioned->EpsilonForDelta(1e-9).ok());
+  EXPECT_FALSE(warned(*conditioned));
   ASSERT_TRUE(small_q->Compose(Sg(1, 1e-3), 10000).ok());
   ASSERT_TRUE(small_q->EpsilonForDelta(1e-9).ok());  // estimate 1.264, truth 0.766
   EXPECT_TRUE(warned(*small_q));
