@@ -8,15 +8,18 @@
 // B_{k-M} the bulk (k - M restricted steps plus the rest of the ledger),
 //   delta(eps) = sum_m b(m; k, p) E[D_{k-m}(eps - S_m)],  D_n(x) = E[(1 - e^{x - B_n})_+]
 // exactly (independence of the steps). The law of S_m is computed numerically:
-// the jump law given |Y| > c on cells of width h (mass from the PLRV's CDF, at
-// the cell midpoint) convolved m times, directly, after tilting the cells by
-// e^{theta y} (theta the joint saddle tilt at eps) so the relevant region is the
-// peak and no digit is lost to the tiny values elsewhere. D_n is the bulk's
-// saddle-point approximation (spa_mixture_bulk.h), which is accurate because the
-// bulk has no jumps. c is chosen so that k p = kExpectedJumps (1): the number of
-// mixture terms then depends on delta only, not on k or q (cost flat in k).
-// Terms stop once the remaining binomial mass is below kMixtureTailFraction of the
-// sum so far; that mass (an upper bound on what the dropped terms add) is reported.
+// the jump law given |Y| > c on cells of width h = min(2e-3, c/2) >= 2.5e-4 nats
+// (mass from the PLRV's CDF, at the cell midpoint), convolved m times DIRECTLY
+// (non-negative sums keep full relative precision at 1e-20, which an FFT does
+// not); the cells are scaled by e^{theta y} only to keep the products in double
+// range. Sums above eps + 4 are lumped (D ~ 1 there), sums below eps minus the
+// bulk's reach are dropped (D ~ 0). D_n is the bulk's saddle-point approximation
+// (spa_mixture_bulk.h; SP-EW2 measured within 0.1% of PLD, SP-CLT up to 2% off),
+// accurate because the bulk has no jumps. c is chosen so that k p =
+// kExpectedJumps (1): the number of terms then depends on delta only, not on k.
+// Terms stop once the remaining binomial mass is provably below
+// kMixtureTailFraction of the sum so far; that mass plus the lumps' uncertainty
+// is reported as truncated_mass.
 //
 // What the number is: an ESTIMATE (the bulk's SPA carries no error bound here).
 // Both directions use the same code: the add direction's PLRV is the law of the
