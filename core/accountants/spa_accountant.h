@@ -22,8 +22,10 @@
 //    SmallSamplingRateRows). There err_SP exceeds SP-CLT, so lower is 0 in delta:
 //    the interval says the estimate is uninformative (spa.md 10 item 7), and the
 //    answer's diagnostics carry err_sp_over_sp_clt per direction and, above 1, an
-//    estimate_warning.
-//    Where the ledger qualifies (SpaConditioning::kAuto) the estimate is instead the
+//    estimate_warning (dropped when the conditioned estimate answers).
+//    Where the ledger qualifies (SpaConditioning::kAuto: one distinct
+//    Poisson-subsampled mechanism, k q <= 100, spa_mixture_estimate.h) the estimate
+//    is instead the
 //    conditioned mixture's (spa_mixture.h): the same delta split by the number of
 //    jump steps, the jump sums computed exactly, only the jump-free bulk by a
 //    saddle point (SP-EW2), clamped into the certified interval. The interval
