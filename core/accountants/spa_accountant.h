@@ -25,9 +25,8 @@
 //    estimate_warning (dropped when the conditioned estimate answers).
 //    Where the ledger qualifies (SpaConditioning::kAuto: one distinct
 //    Poisson-subsampled mechanism, k q <= 100, spa_mixture_estimate.h) the estimate
-//    is instead the
-//    conditioned mixture's (spa_mixture.h): the same delta split by the number of
-//    jump steps, the jump sums computed exactly, only the jump-free bulk by a
+//    is instead the conditioned mixture's (spa_mixture.h): the same delta split by
+//    the number of jump steps, the jump sums computed exactly, only the jump-free bulk by a
 //    saddle point (SP-EW2), clamped into the certified interval. The interval
 //    itself stays the unconditioned one (the mixture carries no error bound).
 //    Diagnostics: conditioned (yes / no: why), per direction mixture_terms,
