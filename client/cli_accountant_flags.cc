@@ -9,7 +9,7 @@ namespace dpledger::cli {
 
 std::vector<std::string> WithAccountantFlags(std::vector<std::string> known) {
   for (const char* f : {"samples", "seed", "edgeworth-order", "edgeworth-mode", "spa-estimator",
-                        "pld-precision"}) {
+                        "pld-precision", "conditioning"}) {
     known.push_back(f);
   }
   return known;
@@ -73,6 +73,23 @@ absl::Status AccountantFlags(const Args& args, const std::string& name,
     if (name != "spa") {
       return absl::InvalidArgumentError("--spa-estimator applies only to --accountant spa");
     }
+  }
+
+  // Issue 15: the conditioned (small-q) estimate of spa and edgeworth, or off.
+  const std::optional<std::string> conditioning = args.Get("conditioning");
+  if (conditioning.has_value()) {
+    if (*conditioning != "auto" && *conditioning != "off") {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--conditioning must be one of auto, off, got '%s'", *conditioning));
+    }
+    if (name != "spa" && name != "edgeworth") {
+      return absl::InvalidArgumentError(
+          "--conditioning applies only to --accountant spa or edgeworth");
+    }
+    const core::SpaConditioning c =
+        *conditioning == "off" ? core::SpaConditioning::kOff : core::SpaConditioning::kAuto;
+    options->spa.conditioning = c;
+    options->edgeworth.conditioning = c;
   }
   return absl::OkStatus();
 }

@@ -18,6 +18,7 @@ constexpr CommandHelp kCommands[] = {
             mc: [--samples N] [--seed S]
             edgeworth: [--edgeworth-order 0-3 (default 2)] [--edgeworth-mode clamped|literal]
             spa: [--spa-estimator sp-clt|sp-msd0|sp-msd1|sp-ew2|icml-k3]
+            spa, edgeworth: [--conditioning auto|off]
             pld: [--pld-precision P] target relative width of the certified interval
                  (default 0.005 for epsilon, 0.01 for delta; 1e-4 costs ~4-25x)
 )"},

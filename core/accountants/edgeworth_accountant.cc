@@ -114,6 +114,7 @@ absl::Status EdgeworthAccountant::CheckSupported(const Mechanism& m) const {
 
 void EdgeworthAccountant::OnLedgerChanged() {
   sums_.reset();
+  mixture_.Reset();
   const auto events = this->events();
   // Compose only appends an event or grows the last one's count, so earlier
   // records stay valid; anything else (never expected) recomputes them all.
@@ -176,6 +177,15 @@ std::array<EeaiDirection, 2> EdgeworthAccountant::EeaiDirections() const {
   return out;
 }
 
+absl::StatusOr<bool> EdgeworthAccountant::Conditioned() const {
+  if (options_.conditioning == SpaConditioning::kOff || !clamp()) {
+    diagnostics_.push_back({"conditioned", std::string(clamp() ? "no: conditioning off"
+                                                               : "no: paper-literal mode")});
+    return false;
+  }
+  return mixture_.Applies(events(), kDirections, BulkEstimator::kEw2, deadline(), diagnostics_);
+}
+
 absl::StatusOr<EpsilonBound> EdgeworthAccountant::ComputeEpsilon(double delta) const {
   diagnostics_.clear();
   const LedgerSums& s = Sums();
@@ -196,12 +206,23 @@ absl::StatusOr<EpsilonBound> EdgeworthAccountant::ComputeEpsilon(double delta) c
     return EpsilonBound{0, basic, basic, Guarantee::kCertified, 0};
   }
   if (!aea_epsilon.ok()) return aea_epsilon.status();
-  const double estimate = *aea_epsilon;
+  double estimate = *aea_epsilon;
   // Each stage is bounded (a 401-point AEA scan, a 4000-interval EEAI scan); the
   // cap is checked between them.
   DPL_RETURN_IF_ERROR(deadline().Check("edgeworth: epsilon"));
   const auto eeai = EeaiDirections();
   const EpsilonInterval cert = EeaiEpsilon(delta, eeai);
+  absl::StatusOr<bool> conditioned = Conditioned();
+  if (!conditioned.ok()) return conditioned.status();
+  if (*conditioned) {
+    // Searched where the truth lies: the EEAI interval, or up to the largest
+    // total loss (or well past the AEA estimate) where it has no upper end.
+    double hi = cert.upper;
+    if (!std::isfinite(hi)) hi = std::min(MaxTotalLoss(events()), 4 * estimate + 10);
+    absl::StatusOr<double> e = mixture_.Epsilon(delta, cert.lower, hi, deadline(), diagnostics_);
+    if (!e.ok()) return e.status();
+    estimate = *e;
+  }
   if (std::isfinite(cert.upper)) {
     const double est = clamp() ? std::clamp(estimate, cert.lower, cert.upper) : estimate;
     return EpsilonBound{cert.lower, est, cert.upper, Guarantee::kCertified, 0};
@@ -239,6 +260,13 @@ absl::StatusOr<DeltaBound> EdgeworthAccountant::ComputeDelta(double epsilon) con
   DPL_RETURN_IF_ERROR(deadline().Check("edgeworth: delta"));
   const auto eeai = EeaiDirections();
   const DeltaInterval cert = EeaiDelta(epsilon, eeai);
+  absl::StatusOr<bool> conditioned = Conditioned();
+  if (!conditioned.ok()) return conditioned.status();
+  if (*conditioned) {
+    absl::StatusOr<double> d = mixture_.Delta(epsilon, -kInf, deadline(), diagnostics_);
+    if (!d.ok()) return d.status();
+    estimate = *d;
+  }
   if (cert.upper < 1) {
     const double est = clamp() ? std::clamp(estimate, cert.lower, cert.upper) : estimate;
     return DeltaBound{cert.lower, est, cert.upper, Guarantee::kCertified, 0};

@@ -51,6 +51,7 @@
 #include "core/accountants/edgeworth_bound.h"
 #include "core/accountants/edgeworth_eeai.h"
 #include "core/accountants/edgeworth_moments.h"
+#include "core/accountants/spa_mixture_estimate.h"
 
 namespace dpledger::core {
 
@@ -73,6 +74,12 @@ struct EdgeworthOptions {
   // When true, a query the EEAI cannot certify fails with FAILED_PRECONDITION
   // (naming the error bounds that prevent it) instead of returning kEstimate.
   bool require_certified = false;
+  // kAuto: in the small-q regime the estimate is the conditioned mixture's
+  // (spa_mixture_estimate.h; its jump-free bulk by the tilted second-order
+  // Edgeworth expansion, SP-EW2), clamped into the EEAI interval; the interval
+  // itself is unchanged. The diagnostics say which path answered. Paper-literal
+  // mode never conditions.
+  SpaConditioning conditioning = SpaConditioning::kAuto;
 };
 
 // INVALID_ARGUMENT naming `order` when it is outside [0, 3].
@@ -116,6 +123,8 @@ class EdgeworthAccountant final : public Accountant {
 
  private:
   std::array<DirectionTotals, 2> AeaDirections() const;
+  // Whether the conditioned mixture gives this ledger's estimate (notes it).
+  absl::StatusOr<bool> Conditioned() const;
   bool clamp() const { return options_.mode == EdgeworthMode::kClamped; }
 
   EdgeworthOptions options_;
@@ -126,6 +135,7 @@ class EdgeworthAccountant final : public Accountant {
   mutable std::map<std::string, std::array<PllrPair, 2>> record_cache_;
   mutable std::optional<LedgerSums> sums_;
   mutable std::vector<AnswerDiagnostic> diagnostics_;  // of the last answer
+  mutable MixtureEstimate mixture_;  // conditioned estimate, built on first use
 };
 
 }  // namespace dpledger::core

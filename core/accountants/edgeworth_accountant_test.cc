@@ -43,7 +43,10 @@ void ExpectContainsPrinted(const Bound& b, const char* truth, const char* what) 
   EXPECT_GE(b.upper, t.value - t.half_unit) << what << " truth " << truth;
 }
 
+// This file asserts the published (unconditioned) estimates; the conditioned
+// path is tested in edgeworth_conditioned_test.cc.
 std::unique_ptr<Accountant> Make(EdgeworthOptions options = {}) {
+  options.conditioning = SpaConditioning::kOff;
   auto a = CreateEdgeworthAccountant(options);
   EXPECT_TRUE(a.ok()) << a.status();
   return std::move(*a);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "core/accountants/spa_epsilon.h"
 #include "core/accountants/spa_ledger_cgf.h"
+#include "core/accountants/spa_mixture_estimate.h"
 #include "core/util/log_math.h"
 
 namespace dpledger::core {
@@ -27,7 +28,7 @@ class SpaAccountant final : public Accountant {
 
   std::string_view Name() const override { return "spa"; }
   std::unique_ptr<Accountant> Clone() const override {
-    return std::make_unique<SpaAccountant>(*this);
+    return std::make_unique<SpaAccountant>(*this);  // the mixtures are not copied
   }
   std::vector<AnswerDiagnostic> LastDiagnostics() const override { return diagnostics_; }
 
@@ -49,12 +50,15 @@ class SpaAccountant final : public Accountant {
     // Symmetric mechanisms have the same law in both directions: skip the second.
     use_add_ = !symmetric;
     if (use_add_) add_.SetLedger(events());
+    mixture_.Reset();
   }
 
   absl::StatusOr<DeltaBound> ComputeDelta(double epsilon) const override {
     diagnostics_.clear();
     DeltaBound out{0, 0, 0, Guarantee::kCertified, 0};
-    for (const SpaLedgerCgf* cgf : Directions()) {
+    const std::vector<const SpaLedgerCgf*> directions = Directions();
+    std::vector<double> uncond_estimates;
+    for (const SpaLedgerCgf* cgf : directions) {
       SpaDeltaOptions delta_options;
       delta_options.with_icml_k3 = options_.estimator == SpaEstimator::kIcmlK3;
       absl::StatusOr<SpaDeltaPoint> p = EvaluateSpaDelta(*cgf, epsilon, delta_options);
@@ -70,6 +74,20 @@ class SpaAccountant final : public Accountant {
       out.lower = std::max(out.lower, lower);
       out.estimate = std::max(out.estimate, estimate);
       out.upper = std::max(out.upper, upper);
+      uncond_estimates.push_back(estimate);
+    }
+    absl::StatusOr<bool> conditioned = Conditioned(directions);
+    if (!conditioned.ok()) return conditioned.status();
+    if (*conditioned) {
+      // The same max over directions, of the conditioned estimates, each clamped
+      // into its direction's certified interval (the max of clamped values lies
+      // in [out.lower, out.upper]).
+      // Terms of a direction far below the other's answer need no precision.
+      double log_floor = -kInf;
+      for (double e : uncond_estimates) log_floor = std::max(log_floor, std::log(e) + std::log(1e-3));
+      absl::StatusOr<double> estimate = mixture_.Delta(epsilon, log_floor, deadline(), diagnostics_);
+      if (!estimate.ok()) return estimate.status();
+      out.estimate = std::clamp(*estimate, out.lower, out.upper);
     }
     return out;
   }
@@ -86,6 +104,16 @@ class SpaAccountant final : public Accountant {
       out.lower = std::max(out.lower, e->lower);
       out.estimate = std::max(out.estimate, e->estimate);
       out.upper = std::max(out.upper, e->upper);
+    }
+    const std::vector<const SpaLedgerCgf*> directions = Directions();
+    absl::StatusOr<bool> conditioned = Conditioned(directions);
+    if (!conditioned.ok()) return conditioned.status();
+    if (*conditioned) {
+      // The truth lies in the certified [lower, upper]: search there.
+      absl::StatusOr<double> estimate =
+          mixture_.Epsilon(delta, out.lower, out.upper, deadline(), diagnostics_);
+      if (!estimate.ok()) return estimate.status();
+      out.estimate = std::clamp(*estimate, out.lower, out.upper);
     }
     return out;
   }
@@ -109,6 +137,24 @@ class SpaAccountant final : public Accountant {
     }
   }
 
+  // Whether the conditioned mixture answers this ledger's estimate (notes it).
+  absl::StatusOr<bool> Conditioned(const std::vector<const SpaLedgerCgf*>& directions) const {
+    if (options_.conditioning == SpaConditioning::kOff) {
+      diagnostics_.push_back({"conditioned", std::string("no: conditioning off")});
+      return false;
+    }
+    std::vector<Direction> dirs;
+    for (const SpaLedgerCgf* cgf : directions) dirs.push_back(cgf->direction());
+    absl::StatusOr<bool> applies =
+        mixture_.Applies(events(), dirs, BulkEstimator::kEw2, deadline(), diagnostics_);
+    if (applies.ok() && *applies) {
+      // The warning was about the unconditioned estimate, which is not reported.
+      std::erase_if(diagnostics_,
+                    [](const AnswerDiagnostic& d) { return d.name == "estimate_warning"; });
+    }
+    return applies;
+  }
+
   // The directions to query, carrying this query's deadline.
   std::vector<const SpaLedgerCgf*> Directions() const {
     remove_.SetDeadline(deadline());
@@ -122,6 +168,7 @@ class SpaAccountant final : public Accountant {
   SpaLedgerCgf add_{Direction::kAdd};
   bool use_add_ = false;
   mutable std::vector<AnswerDiagnostic> diagnostics_;
+  mutable MixtureEstimate mixture_;  // the conditioned estimate (spa_mixture_estimate.h)
 };
 
 }  // namespace

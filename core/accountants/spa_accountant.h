@@ -22,7 +22,16 @@
 //    SmallSamplingRateRows). There err_SP exceeds SP-CLT, so lower is 0 in delta:
 //    the interval says the estimate is uninformative (spa.md 10 item 7), and the
 //    answer's diagnostics carry err_sp_over_sp_clt per direction and, above 1, an
-//    estimate_warning.
+//    estimate_warning (dropped when the conditioned estimate answers).
+//    Where the ledger qualifies (SpaConditioning::kAuto: one distinct
+//    Poisson-subsampled mechanism, k q <= 100, spa_mixture_estimate.h) the estimate
+//    is instead the conditioned mixture's (spa_mixture.h): the same delta split by
+//    the number of jump steps, the jump sums computed exactly, only the jump-free bulk by a
+//    saddle point (SP-EW2), clamped into the certified interval. The interval
+//    itself stays the unconditioned one (the mixture carries no error bound).
+//    Diagnostics: conditioned (yes / no: why), per direction mixture_terms,
+//    truncated_mass (binomial mass left out, bounding what it adds) and
+//    jump_threshold.
 // The certification rests on the cumulant quadrature of Plrv::Tilted being as
 // accurate as measured (spa_cgf_test.cc; margins eta = 1e-8 on delta, eta_P = 1e-6
 // on P_t). Tilts beyond kSpaMaxTilt = 1e4 are not evaluated: there only the
@@ -40,13 +49,15 @@
 #include "absl/status/statusor.h"
 #include "core/accountants/accountant.h"
 #include "core/accountants/spa_delta.h"
+#include "core/accountants/spa_mixture_estimate.h"
 
 namespace dpledger::core {
 
 struct SpaOptions {
-  // Which approximation is reported as `estimate` (spa.md 4.5). The bounds do not
-  // depend on it.
+  // Which approximation is reported as `estimate` (spa.md 4.5) when the
+  // unconditioned path answers. The bounds do not depend on it.
   SpaEstimator estimator = SpaEstimator::kClt;
+  SpaConditioning conditioning = SpaConditioning::kAuto;
 };
 
 absl::StatusOr<std::unique_ptr<Accountant>> CreateSpaAccountant(const SpaOptions& options = {});

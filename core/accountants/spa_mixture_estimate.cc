@@ -1,0 +1,92 @@
+#include "core/accountants/spa_mixture_estimate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_format.h"
+
+namespace dpledger::core {
+namespace {
+
+void Note(const ConditionedMixture& mix, const MixtureDelta& d,
+          std::vector<AnswerDiagnostic>& diagnostics) {
+  const std::string dir = mix.direction() == Direction::kRemove ? "remove_" : "add_";
+  diagnostics.push_back({dir + "mixture_terms", static_cast<double>(d.terms)});
+  diagnostics.push_back({dir + "truncated_mass", d.truncated_mass});
+  diagnostics.push_back({dir + "jump_threshold", mix.threshold()});
+}
+
+}  // namespace
+
+absl::StatusOr<bool> MixtureEstimate::Applies(std::span<const MechanismEvent> events,
+                                              std::span<const Direction> directions,
+                                              BulkEstimator bulk, const Deadline& deadline,
+                                              std::vector<AnswerDiagnostic>& diagnostics) {
+  active_.clear();
+  double sampled = 0;
+  for (const MechanismEvent& e : events) {
+    if (e.mechanism.is_subsampled()) {
+      sampled += static_cast<double>(e.count) * e.mechanism.sampling_rate();
+    }
+  }
+  if (sampled > kMaxConditionedSampledSteps) {
+    diagnostics.push_back(
+        {"conditioned", absl::StrFormat("no: %g expected sampled steps (> %g, where the "
+                                        "unconditioned estimate is accurate)",
+                                        sampled, kMaxConditionedSampledSteps)});
+    return false;
+  }
+  for (Direction d : directions) {
+    auto& slot = mixtures_[d == Direction::kRemove ? 0 : 1];
+    if (!slot.has_value()) {
+      absl::StatusOr<std::unique_ptr<ConditionedMixture>> built =
+          ConditionedMixture::Build(events, d, bulk, deadline);
+      if (built.status().code() == absl::StatusCode::kDeadlineExceeded) return built.status();
+      if (built.ok()) {
+        slot = std::shared_ptr<ConditionedMixture>(std::move(*built));
+      } else {
+        slot = built.status();
+      }
+    }
+    if (!(*slot).ok()) {
+      diagnostics.push_back({"conditioned", "no: " + std::string((*slot).status().message())});
+      active_.clear();
+      return false;
+    }
+    active_.push_back((*slot)->get());
+  }
+  diagnostics.push_back({"conditioned", std::string("yes")});
+  return true;
+}
+
+absl::StatusOr<double> MixtureEstimate::Delta(double epsilon, double log_floor,
+                                              const Deadline& deadline,
+                                              std::vector<AnswerDiagnostic>& diagnostics) const {
+  double estimate = 0;
+  for (const ConditionedMixture* mix : active_) {
+    absl::StatusOr<MixtureDelta> d = mix->Delta(epsilon, deadline, log_floor);
+    if (!d.ok()) return d.status();
+    Note(*mix, *d, diagnostics);
+    estimate = std::max(estimate, std::exp(d->log_delta));
+  }
+  return estimate;
+}
+
+absl::StatusOr<double> MixtureEstimate::Epsilon(double delta, double lo, double hi,
+                                                const Deadline& deadline,
+                                                std::vector<AnswerDiagnostic>& diagnostics) const {
+  // eps(delta) of the composed ledger is the max over directions.
+  double estimate = lo;
+  for (const ConditionedMixture* mix : active_) {
+    absl::StatusOr<double> eps = mix->Epsilon(delta, lo, hi, deadline);
+    if (!eps.ok()) return eps.status();
+    absl::StatusOr<MixtureDelta> d = mix->Delta(*eps, deadline);
+    if (!d.ok()) return d.status();
+    Note(*mix, *d, diagnostics);
+    estimate = std::max(estimate, *eps);
+  }
+  return estimate;
+}
+
+}  // namespace dpledger::core
