@@ -1,7 +1,7 @@
 // Monte Carlo pool throughput (mc-evr.md 6.4, 7) next to the machine's limit for
 // the same per-sample work, and online DP-SGD accounting.
 //
-//   BM_PoolAppend/{smc,is}: one subsampled-Gaussian step appended to every path
+//   BM_PoolAppend/{smc,is,tilt_mixture}: one subsampled-Gaussian step appended to every path
 //     of a 2^16-path pool on ONE thread; items = path-steps, so items/s is the
 //     per-core rate.
 //   BM_Limit*: the same arithmetic in a register loop with no pool, no memory
@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
@@ -32,9 +33,10 @@ namespace {
 constexpr int64_t kPaths = int64_t{1} << 16;
 
 void BM_PoolAppend(benchmark::State& state) {
-  const bool is = state.range(0) == 1;
+  const McEstimator kinds[] = {McEstimator::kSmc, McEstimator::kImportanceSampling,
+                               McEstimator::kTiltMixture};
   SamplePoolOptions o;
-  o.estimator = is ? McEstimator::kImportanceSampling : McEstimator::kSmc;
+  o.estimator = kinds[state.range(0)];
   o.num_paths = kPaths;
   o.seed = 1;
   o.target_epsilon = 2.0;
@@ -46,9 +48,9 @@ void BM_PoolAppend(benchmark::State& state) {
     if (!(*pool)->Append({m, 1}).ok()) state.SkipWithError("append failed");
   }
   state.SetItemsProcessed(state.iterations() * kPaths);
-  state.SetLabel(is ? "is" : "smc");
+  state.SetLabel(std::string(McEstimatorName(o.estimator)));
 }
-BENCHMARK(BM_PoolAppend)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PoolAppend)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 
 mc::McStep DpSgdStep() { return mc::MakeMcStep(*Mechanism::SubsampledGaussian(1.0, 1e-3), Direction::kRemove); }
 

@@ -38,9 +38,10 @@
 namespace dpledger::core {
 
 enum class McAccountantEstimator {
-  kAuto,  // IS when every step is (subsampled) Gaussian and one has q < 1, else SMC
+  kAuto,  // the mixture when every step is (subsampled) Gaussian, else SMC
   kSmc,
-  kImportanceSampling,  // UNIMPLEMENTED for other mechanisms
+  kImportanceSampling,  // the paper's one-coordinate tilt; UNIMPLEMENTED for other mechanisms
+  kTiltMixture,         // per-coordinate defensive mixture (issue 14), any finite-CGF ledger
 };
 
 struct McAccountantOptions {
@@ -61,6 +62,8 @@ struct McAccountantOptions {
   // progress: the next query continues it.
   double max_seconds = 0;
   int num_threads = 0;                   // CPU backend; 0: all cores
+  // Mixture: pools in the tilt ladder (1 or 3; header comment, mc_accountant.cc).
+  int ladder_rungs = 3;
   double confidence_z = 1.959963984540054;  // two-sided 95%
 };
 

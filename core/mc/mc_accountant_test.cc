@@ -34,6 +34,7 @@ TEST(McAccountant, ImportanceSamplingDeltaMatchesSpecReference) {
   McAccountantOptions o;
   o.num_samples = 20000;
   o.seed = 21;
+  o.estimator = McAccountantEstimator::kImportanceSampling;  // the paper's scheme
   auto acc = Make(o);
   ASSERT_TRUE(acc->Compose(*Mechanism::SubsampledGaussian(0.6, 1e-3), 100).ok());
   auto d = acc->DeltaForEpsilon(1.5);
@@ -48,6 +49,7 @@ TEST(McAccountant, EpsilonForDeltaInvertsTheSpecReference) {
   McAccountantOptions o;
   o.num_samples = 20000;
   o.seed = 22;
+  o.estimator = McAccountantEstimator::kImportanceSampling;  // the paper's scheme
   auto acc = Make(o);
   ASSERT_TRUE(acc->Compose(*Mechanism::SubsampledGaussian(0.6, 1e-3), 100).ok());
   auto e = acc->EpsilonForDelta(6.7935e-7);
@@ -99,6 +101,72 @@ TEST(McAccountant, Issue14HeavyTailedWeightsGiveNoConfidentWrongInterval) {
   EXPECT_TRUE(warned);
 }
 
+std::map<std::string, std::variant<double, std::string>> Diagnostics(const Accountant& a) {
+  std::map<std::string, std::variant<double, std::string>> d;
+  for (const AnswerDiagnostic& x : a.LastDiagnostics()) d[x.name] = x.value;
+  return d;
+}
+
+// Issue 14: on a long DP-SGD ledger the default picks the per-coordinate mixture
+// (its pilot relative error beats the one-coordinate tilt's) and the answer's
+// interval holds PLD's certified value [1.0420, 1.0439] with 2e4 paths.
+TEST(McAccountant, AutoPicksTheMixtureOnALongDpSgdLedgerAndMatchesPld) {
+  McAccountantOptions o;
+  o.num_samples = 20000;
+  o.seed = 25;
+  o.ladder_rungs = 1;
+  auto acc = Make(o);
+  ASSERT_TRUE(acc->Compose(*Mechanism::SubsampledGaussian(2.0, 0.01), 1000).ok());
+  auto e = acc->EpsilonForDelta(1e-10);
+  ASSERT_TRUE(e.ok()) << e.status();
+  auto diag = Diagnostics(*acc);
+  EXPECT_EQ(std::get<std::string>(diag["remove_estimator"]), "tilt_mixture");
+  EXPECT_LT(std::get<double>(diag["pilot_mixture_relative_std_error"]),
+            std::get<double>(diag["pilot_is_relative_std_error"]));
+  EXPECT_LE(e->lower, 1.0439);
+  EXPECT_GE(e->upper, 1.0420);
+  EXPECT_LT(e->upper - e->lower, 0.03);
+  EXPECT_NEAR(e->estimate, 1.043, 0.015);
+
+  // The spec's one-big-step ledger (mc-evr.md 9.6) goes to the one-coordinate tilt.
+  auto spec = Make(o);
+  ASSERT_TRUE(spec->Compose(*Mechanism::SubsampledGaussian(0.6, 1e-3), 100).ok());
+  ASSERT_TRUE(spec->DeltaForEpsilon(1.5).ok());
+  EXPECT_EQ(std::get<std::string>(Diagnostics(*spec)["remove_estimator"]), "importance_sampling");
+}
+
+// The tilt ladder re-centres on a deterministic center (the queried epsilon for
+// delta(eps)), never on pool values: a clone, rebuilt from (seed, ledger), and a
+// fresh accountant asked the same question answer bit-identically.
+TEST(McAccountant, LadderIsDeterministicAndAnswersFromTheBestRung) {
+  McAccountantOptions o;
+  o.num_samples = 5000;
+  o.seed = 26;
+  o.estimator = McAccountantEstimator::kTiltMixture;
+  auto acc = Make(o);
+  ASSERT_TRUE(acc->Compose(*Mechanism::Gaussian(70.0), 1200).ok());
+  const double mu = std::sqrt(1200.0) / 70;
+  for (const double eps : {3.0, 3.05, 3.6}) {  // 3.05 stays on the ladder, 3.6 re-centres
+    auto d = acc->DeltaForEpsilon(eps);
+    ASSERT_TRUE(d.ok()) << d.status();
+    const double exact = std::exp(GaussianLogDelta(mu, eps));
+    EXPECT_LE(d->lower, exact) << eps;
+    EXPECT_GE(d->upper, exact) << eps;
+    EXPECT_LT(d->upper - d->lower, 0.2 * exact) << eps;
+    auto diag = Diagnostics(*acc);
+    EXPECT_EQ(std::get<double>(diag["remove_ladder_center"]), eps);
+    // 3.05 is answered from the ladder built around 3.0 (rungs 3/1.1, 3, 3.3).
+    const double tilt = std::get<double>(diag["remove_tilt"]);
+    const double base = eps == 3.05 ? 3.0 : eps;
+    EXPECT_TRUE(tilt == base || std::fabs(tilt - base / 1.1) < 1e-12 ||
+                std::fabs(tilt - base * 1.1) < 1e-12)
+        << tilt;
+    auto fresh = Make(o);
+    ASSERT_TRUE(fresh->Compose(*Mechanism::Gaussian(70.0), 1200).ok());
+    if (eps != 3.05) EXPECT_EQ(fresh->DeltaForEpsilon(eps)->estimate, d->estimate) << eps;
+  }
+}
+
 TEST(McAccountant, DefaultRuleGrowsToOnePercentOnAGaussianLedger) {
   // Pure Gaussian ledger: SMC. mu = 1, eps = 1: delta = 0.1269 (closed form);
   // 1% at 95% needs m ~ 4e4 * (1 - delta)/delta ~ 2.6e5 paths: the rule must grow
@@ -134,6 +202,7 @@ TEST(McAccountant, TimeCapStopsGrowthAndSaysSo) {
   std::map<std::string, std::variant<double, std::string>> diag;
   for (const AnswerDiagnostic& x : acc->LastDiagnostics()) diag[x.name] = x.value;
   EXPECT_EQ(std::get<std::string>(diag["remove_sample_rule"]), "stopped at max_seconds cap");
+  EXPECT_EQ(std::get<std::string>(diag["remove_estimator"]), "tilt_mixture");
   EXPECT_EQ(std::get<double>(diag["remove_samples"]), 1000);
   o.max_seconds = -1;
   EXPECT_THAT(CreateMcAccountant(o).status(),

@@ -80,7 +80,7 @@ absl::StatusOr<std::vector<StreamEvent>> BuildEvents(const McEstimateRequest& r,
     }
     StreamEvent se;
     if (r.estimator == McEstimator::kTiltMixture) {
-      se.step = mc::MakeMcStep(ev.mechanism, Direction::kRemove);
+      se.step = mc::MakeMcStep(ev.mechanism, r.direction);
       se.mix = mixes[i];
     } else if (r.estimator == McEstimator::kTiltEvery) {
       auto step = TiltEveryStep(ev.mechanism, thetas[i], i);
@@ -120,7 +120,7 @@ absl::Status Validate(const McEstimateRequest& r) {
         absl::StrFormat("epsilon must be finite and >= 0, got %g", r.epsilon));
   }
   if (r.estimator != McEstimator::kSmc) {
-    if (r.direction != Direction::kRemove) {
+    if (r.direction != Direction::kRemove && r.estimator != McEstimator::kTiltMixture) {
       return absl::UnimplementedError(absl::StrFormat(
           "the %s estimator covers the remove direction only (mc-evr.md 4.8); use SMC for "
           "direction add",
@@ -226,7 +226,7 @@ absl::StatusOr<McEstimateResult> EstimateDeltaStreaming(const McEstimateRequest&
   if (!thetas.ok()) return thetas.status();
   std::vector<mc::McMix> mixes;
   if (request.estimator == McEstimator::kTiltMixture) {
-    auto choice = mc::ChooseMixture(request.events, request.epsilon);
+    auto choice = mc::ChooseMixture(request.events, request.epsilon, request.direction);
     if (!choice.ok()) return choice.status();
     mixes = std::move(choice->mixes);
   }
@@ -243,7 +243,9 @@ absl::StatusOr<McEstimateResult> EstimateDeltaStreaming(const McEstimateRequest&
                                                                            : mc::kStreamKindSmc;
   const uint32_t stream = kind == mc::kStreamKindOneTilt     ? mc::kStreamStreamIs
                           : kind == mc::kStreamKindEveryTilt ? mc::kStreamStreamTilt
-                          : kind == mc::kStreamKindMixture   ? mc::kStreamStreamMix
+                          : kind == mc::kStreamKindMixture
+                              ? (request.direction == Direction::kAdd ? mc::kStreamStreamMixAdd
+                                                                      : mc::kStreamStreamMix)
                           : request.direction == Direction::kAdd ? mc::kStreamStreamAdd
                                                                  : mc::kStreamStreamRemove;
   bool use_cuda = false;

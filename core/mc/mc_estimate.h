@@ -22,7 +22,7 @@
 // * kTiltMixture (issue 14): every coordinate drawn from the per-coordinate
 //   defensive mixture of mixture_choice.h (saddle-point loss tilt of the bulk,
 //   plus a far component for the one-big-step regime), weighted by the exact
-//   running log(p/g) (mc_mixture_math.h). Remove direction; no thetas (the
+//   running log(p/g) (mc_mixture_math.h). Both directions; no thetas (the
 //   proposal is chosen from (ledger, epsilon)). Other mechanisms ride along
 //   untilted. Unbiased for any proposal.
 // * Reproducible: path j uses Philox4x32-10 counters (seed, j, step, ...) only

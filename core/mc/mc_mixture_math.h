@@ -4,9 +4,11 @@
 //   g(t) = sum_k pi_k N(t; m_k, sigma^2),
 // and weighted by the exact likelihood ratio p/g, kept as a running sum
 //   log w += log(p/phi_0)(t) - log(g/phi_0)(t) = y(t) - LSE_k(log pi_k + m_k (t - m_k/2)/sigma^2)
-// (phi_0 = N(0, sigma^2); remove direction, where e^{y(t)} = p/phi_0). Unbiased for
-// any components (tilt_choice.h says how they are chosen). A step with no
-// components is drawn from its own law (any mechanism kind), weight 1.
+// (phi_0 = N(0, sigma^2); remove direction, where e^{y(t)} = p/phi_0). A
+// subsampled step of the add direction (McStep::add) samples o ~ phi_0 with loss
+// -y(o): there log w += -log(g/phi_0)(t). Unbiased for any components
+// (mixture_choice.h says how they are chosen). A step with no components is drawn
+// from its own law (any mechanism kind), weight 1.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +46,10 @@ DPL_HOST_DEVICE inline double MixDrawStep(const McMix& m, const McStep& s, const
   while (k + 1 < m.num && u >= m.cum[k]) ++k;
   const double t = m.mean[k] + s.sigma * StandardNormal(w);
   const double y = GaussianKindLoss(s, t);
+  if (s.add) {
+    *log_w -= MixLogRatioToNull(m, s, t);
+    return -y;
+  }
   *log_w += y - MixLogRatioToNull(m, s, t);
   return y;
 }

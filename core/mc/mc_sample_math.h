@@ -73,6 +73,8 @@ enum McStream : uint32_t {
   kStreamStreamTilt = 6,    // streaming every-coordinate tilt (mc_stream_math.h)
   kStreamStreamMix = 7,     // streaming per-coordinate mixture (mc_mixture_math.h)
   kStreamPoolMix = 8,       // per-coordinate mixture pool
+  kStreamStreamMixAdd = 9,  // streaming mixture, add direction
+  kStreamPoolMixAdd = 10,   // mixture pool, add direction
 };
 
 // Draws within one step.

@@ -53,19 +53,33 @@ absl::StatusOr<double> ChernoffExponent(const SpaLedgerCgf& cgf, double lambda, 
 
 }  // namespace
 
-McMix FitLossTilt(double sigma, double q, double lambda) {
+McMix FitLossTilt(double sigma, double q, double lambda, Direction direction) {
   McMix mix;
-  if (q == 1) {
+  if (q == 1) {  // symmetric: both directions sample the remove law
     const double w = 1, m = 1 + lambda;
     SetComponents(&mix, &w, &m, 1);
     return mix;
   }
+  const bool add = direction == Direction::kAdd;
   double w[2] = {1 - q, q}, m[2] = {0, 1};
+  if (add) {
+    w[0] = w[1] = 0.5;
+    m[1] = -1;
+  }
   if (lambda == 0) {
-    SetComponents(&mix, w, m, 2);
+    if (add) {
+      const double one = 1, zero = 0;
+      SetComponents(&mix, &one, &zero, 1);
+    } else {
+      SetComponents(&mix, w, m, 2);
+    }
     return mix;
   }
-  const double lo = -10 * sigma, hi = 1 + lambda + 10 * sigma;
+  // Remove: the far part sits near 1 + lambda. Add: the tilt e^{-lambda y} only
+  // pushes mass left, by at most ~lambda sigma^2 q-scaled steps; 10 sigma + 1 + lambda
+  // covers it.
+  const double lo = add ? -10 * sigma - 1 - lambda : -10 * sigma;
+  const double hi = add ? 1 + 10 * sigma : 1 + lambda + 10 * sigma;
   const int n = static_cast<int>(
       std::clamp((hi - lo) / (sigma / 8), static_cast<double>(kGridPoints),
                  static_cast<double>(kMaxGridPoints)));
@@ -76,7 +90,8 @@ McMix FitLossTilt(double sigma, double q, double lambda) {
   for (int i = 0; i < n; ++i) {
     t[i] = lo + i * h;
     const double y = LogAddExp(log_1mq, log_q + (t[i] - 0.5) * inv_s2);
-    d[i] = -0.5 * t[i] * t[i] * inv_s2 + (1 + lambda) * y;  // log(phi_0 (p/phi_0)^{1+lambda})
+    // log(phi_0 (p/phi_0)^{1+lambda}) (remove) or log(phi_0 (p/phi_0)^{-lambda}) (add)
+    d[i] = -0.5 * t[i] * t[i] * inv_s2 + (add ? -lambda : 1 + lambda) * y;
     top = std::max(top, d[i]);
   }
   for (double& v : d) v = std::exp(v - top);
@@ -109,7 +124,7 @@ McMix FitLossTilt(double sigma, double q, double lambda) {
 }
 
 absl::StatusOr<MixtureChoice> ChooseMixture(std::span<const MechanismEvent> events,
-                                            double epsilon) {
+                                            double epsilon, Direction direction) {
   if (events.empty()) return absl::InvalidArgumentError("events must not be empty");
   if (!std::isfinite(epsilon) || epsilon < 0) {
     return absl::InvalidArgumentError(
@@ -117,7 +132,7 @@ absl::StatusOr<MixtureChoice> ChooseMixture(std::span<const MechanismEvent> even
   }
   MixtureChoice out;
   out.mixes.assign(events.size(), McMix{});
-  SpaLedgerCgf cgf(Direction::kRemove);
+  SpaLedgerCgf cgf(direction);
   cgf.SetLedger(events);
   absl::StatusOr<double> lambda_eps = SaddleLambda(cgf, epsilon);
   if (!lambda_eps.ok()) return lambda_eps.status();
@@ -141,7 +156,8 @@ absl::StatusOr<MixtureChoice> ChooseMixture(std::span<const MechanismEvent> even
   const Mechanism* far = nullptr;
   double far_count = 0;
   for (const auto& [m, count] : distinct) {
-    if (m.sampling_rate() == 1) continue;  // Gaussian tails are light: no far plan
+    // Gaussian tails are light, add-direction losses bounded: no far plan.
+    if (m.sampling_rate() == 1 || direction == Direction::kAdd) continue;
     const auto plrv = MakePlrv(m, Direction::kRemove);
     double warm = 0;
     for (int k = 1; k <= kFarMax && epsilon > 0; ++k) {
@@ -169,7 +185,7 @@ absl::StatusOr<MixtureChoice> ChooseMixture(std::span<const MechanismEvent> even
     if (out.far_share > 0.5) out.lambda = lambda_far;
   }
   for (const auto& [m, count] : distinct) {
-    McMix mix = FitLossTilt(m.normalized_noise(), m.sampling_rate(), out.lambda);
+    McMix mix = FitLossTilt(m.normalized_noise(), m.sampling_rate(), out.lambda, direction);
     if (far != nullptr && m == *far) {
       const double alpha = std::min(kMaxAlpha, out.far_share / far_count);
       double w[kMaxMixComponents], mean[kMaxMixComponents];

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "core/mc/mc_mixture_math.h"
 #include "core/mechanisms/mechanism.h"
+#include "core/plrv/plrv.h"
 
 namespace dpledger::core::mc {
 
@@ -45,13 +46,17 @@ struct MixtureChoice {
 };
 
 // INVALID_ARGUMENT for an empty ledger or a negative or non-finite epsilon; errors
-// of the SPA's CGF pass through.
+// of the SPA's CGF pass through. Direction kAdd: the add-direction law of each
+// subsampled step (o ~ phi_0, loss -y(o)) is tilted by the add ledger's saddle
+// point; its loss is bounded by -log(1 - q), so there is no far plan.
 absl::StatusOr<MixtureChoice> ChooseMixture(std::span<const MechanismEvent> events,
-                                            double epsilon);
+                                            double epsilon,
+                                            Direction direction = Direction::kRemove);
 
-// The loss tilt p_lambda(t) ~ p(t) e^{lambda y(t)} of one remove-direction
-// (subsampled) Gaussian step projected onto two normals with its sigma (EM on a
-// grid). Returns a 1- or 2-component mixture (q = 1 or lambda = 0: exact).
-McMix FitLossTilt(double sigma, double q, double lambda);
+// The loss tilt of one (subsampled) Gaussian step projected onto two normals with
+// its sigma (EM on a grid): remove, p(t) e^{lambda y(t)}; add (q < 1),
+// phi_0(t) e^{-lambda y(t)}. Returns a 1- or 2-component mixture (q = 1 or
+// lambda = 0: exact).
+McMix FitLossTilt(double sigma, double q, double lambda, Direction direction = Direction::kRemove);
 
 }  // namespace dpledger::core::mc

@@ -48,7 +48,7 @@ absl::StatusOr<McMix> PoolLedger::MixFor(const MechanismEvent& event) {
   });
   std::vector<MechanismEvent> ledger = in_plan ? tl : events_;
   if (!in_plan) ledger.push_back(event);
-  auto choice = ChooseMixture(ledger, options_.target_epsilon);
+  auto choice = ChooseMixture(ledger, options_.target_epsilon, options_.direction);
   if (!choice.ok()) {
     return absl::UnimplementedError(absl::StrFormat(
         "the tilt_mixture pool cannot choose a proposal for %s: %s",
@@ -82,7 +82,9 @@ int32_t PoolLedger::Add(const MechanismEvent& event, const McStep& step, int64_t
 
 uint32_t PoolLedger::stream() const {
   if (options_.estimator == McEstimator::kImportanceSampling) return kStreamPoolIs;
-  if (options_.estimator == McEstimator::kTiltMixture) return kStreamPoolMix;
+  if (options_.estimator == McEstimator::kTiltMixture) {
+    return options_.direction == Direction::kAdd ? kStreamPoolMixAdd : kStreamPoolMix;
+  }
   return options_.direction == Direction::kAdd ? kStreamPoolAdd : kStreamPoolRemove;
 }
 
@@ -97,7 +99,7 @@ absl::Status ValidatePoolOptions(const SamplePoolOptions& o) {
         "sample pools hold smc, is or tilt_mixture paths; tilt_every is streaming only");
   }
   if (o.estimator == McEstimator::kImportanceSampling || o.estimator == McEstimator::kTiltMixture) {
-    if (o.direction != Direction::kRemove) {
+    if (o.direction != Direction::kRemove && o.estimator == McEstimator::kImportanceSampling) {
       return absl::UnimplementedError(absl::StrFormat(
           "an %s pool samples the remove direction only (mc-evr.md 6.5)",
           std::string(McEstimatorName(o.estimator))));

@@ -111,8 +111,17 @@ absl::StatusOr<PoolEpsilonEstimate> PoolEpsilonForDelta(const SamplePool& pool, 
   double hi = mirror_top ? -ev->min_loss : ev->max_loss;
   PoolDeltaEstimate at = Finish(ev->sums[0], m, z);
   if (at.delta_hat <= delta || !(hi > 0)) {
-    out.at_epsilon = at;
-    return out;  // epsilon = 0
+    out.at_epsilon = at;  // epsilon = 0; the band may still reach above it
+    if (!(hi > 0)) return out;
+    if (!at.trustworthy) {
+      out.upper = kInf;
+      return out;
+    }
+    auto upper = BandCrossing(pool, query, z, delta, 0, hi, /*upper_band=*/true,
+                              &out.band_evaluations);
+    if (!upper.ok()) return upper.status();
+    out.upper = *upper;
+    return out;
   }
   double lo = 0, eps = 0;
   if (first.size() == 2 && warm_start < hi) {

@@ -13,7 +13,7 @@
 // * Mixture pool (McEstimator::kTiltMixture, issue 14): every coordinate from the
 //   per-coordinate defensive mixture (mixture_choice.h, mc_mixture_math.h); per path
 //   the running loss sum and running log(p/g) (16 bytes/path), so appending a step
-//   is O(1) per path. Remove direction. A mechanism's mixture is chosen at its
+//   is O(1) per path. Either direction. A mechanism's mixture is chosen at its
 //   first Append by ChooseMixture(options.tilt_ledger, or the pool's ledger with
 //   the new event when tilt_ledger lacks the mechanism, options.target_epsilon):
 //   deterministic, never from the pool's values. Any mechanism (non-Gaussian

@@ -240,9 +240,6 @@ TEST(SamplePool, RejectsWhatItCannotDo) {
   EXPECT_THAT(CreateSamplePool({.estimator = McEstimator::kImportanceSampling,
                                 .direction = Direction::kAdd}),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("remove")));
-  EXPECT_THAT(CreateSamplePool({.estimator = McEstimator::kTiltMixture,
-                                .direction = Direction::kAdd}),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("remove")));
   EXPECT_THAT(CreateSamplePool({.estimator = McEstimator::kTiltEvery}),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("streaming")));
   auto mix = Pool({.estimator = McEstimator::kTiltMixture, .num_paths = 100,
