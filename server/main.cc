@@ -28,7 +28,9 @@
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "gRPC address host:port (port 0: any free)");
-ABSL_FLAG(std::string, data_dir, "var", "directory of the SQLite store (ledger.db)");
+ABSL_FLAG(std::string, data_dir, "var",
+          "directory of the SQLite store (ledger.db); with store=postgres, of this replica's "
+          "high-water mark of the database (postgres.mark)");
 ABSL_FLAG(std::string, store, "sqlite",
           "store backend: sqlite (embedded, one replica), postgres (shared by several "
           "replicas) or memory (nothing persists)");
@@ -62,8 +64,8 @@ ABSL_FLAG(bool, replay_ledger, false,
           "at start-up, replay every job's admission policy over its ledger and check each "
           "stored spent bound (one admission per stored update)");
 ABSL_FLAG(bool, accept_data_loss, false,
-          "start although the store lost data it acknowledged (missing WAL, emptied or "
-          "replaced database): logs what was lost and rewrites the high-water mark");
+          "start although the store lost data it acknowledged (missing WAL, emptied, replaced "
+          "or restored database): logs what was lost and rewrites the high-water mark");
 ABSL_FLAG(std::string, default_accountant, "pld", "admitting accountant when a job names none");
 ABSL_FLAG(int, max_jobs_per_tenant, 10000, "jobs one tenant may create");
 ABSL_FLAG(int, max_updates_per_request, 1000, "updates in one AppendSteps request");

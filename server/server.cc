@@ -43,9 +43,18 @@ absl::Status Server::OpenStore() {
           "postgres_url is required with store=postgres (--postgres-url or "
           "DPLEDGER_POSTGRES_URL)");
     }
+    // This replica's high-water mark of the shared database lives in its data dir.
+    std::error_code ec;
+    std::filesystem::create_directories(options.data_dir, ec);
+    if (ec) {
+      return absl::UnavailableError(absl::StrFormat("data_dir '%s' cannot be created: %s",
+                                                    options.data_dir, ec.message()));
+    }
     PostgresStoreOptions po;
     po.url = options.postgres_url;
     po.pool_size = options.postgres_pool_size;
+    po.mark_path = (std::filesystem::path(options.data_dir) / "postgres.mark").string();
+    po.accept_data_loss = options.accept_data_loss;
     absl::StatusOr<std::unique_ptr<PostgresStore>> store = PostgresStore::Open(po);
     if (!store.ok()) return store.status();
     // The URL is not logged: it may hold a password.
