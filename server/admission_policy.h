@@ -93,6 +93,11 @@ class AdmissionPolicy {
   virtual std::unique_ptr<core::Accountant> QueryAccountant() const { return ledger().Clone(); }
   virtual std::unique_ptr<AdmissionPolicy> Clone() const = 0;
   size_t CacheBytes() const { return ledger().CacheBytes(); }
+  // Heap bytes the policy holds, for the job cache's cap: its accountant's caches, its
+  // ledger of merged events and a fixed allowance for the objects themselves.
+  size_t MemoryBytes() const {
+    return CacheBytes() + ledger().events().size() * sizeof(core::MechanismEvent) + 2048;
+  }
 };
 
 // What backs a job's admission, from its configuration alone (acks, Spent, job get/list):

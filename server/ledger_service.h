@@ -54,7 +54,7 @@ struct LedgerOptions {
   int max_updates_per_request = 1000;   // AppendSteps updates per request
   int max_steps_per_update = 64;        // (mechanism, count) entries per update
   int max_cached_jobs = 10000;          // accountant caches kept (LRU beyond)
-  int64_t max_cached_bytes = int64_t{2} << 30;  // and their CacheBytes (PLD: ~7 MiB a job)
+  int64_t max_cached_bytes = int64_t{2} << 30;  // and the heap they hold (job_cache.h)
   int64_t max_pool_bytes = int64_t{1} << 30;  // MC query accountants' sample pools (LRU beyond)
   int max_admission_group = 1024;       // pipelined stream updates admitted together
   int64_t max_payload_bytes = 8 << 20;  // Release payload

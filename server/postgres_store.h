@@ -51,7 +51,7 @@ struct PostgresStoreOptions {
   int connect_timeout_s = 5;   // libpq connect_timeout, unless the URL sets one
   std::chrono::milliseconds reconnect_initial_delay{100};
   std::chrono::milliseconds reconnect_max_delay{2000};
-  std::string mark_path;          // this replica's high-water mark; empty: none
+  std::string mark_path = "";     // this replica's high-water mark; empty: none
   bool accept_data_loss = false;  // serve a database behind the mark (logged loudly)
 };
 
