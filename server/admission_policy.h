@@ -58,6 +58,10 @@ struct AdmitContext {
   // newest commit (acks wait for it).
   std::function<CommitTicketPtr(EvrState, std::string)> mark_evr;
   Metrics* metrics = nullptr;
+  // Wall seconds the judging may take (the caller's deadline, capped by the server's
+  // --query-max-seconds; 0: no cap). Past it Admit fails DEADLINE_EXCEEDED and admits
+  // nothing (EVR verification keeps its own cap, evr_admission.h).
+  double max_seconds = 0;
 };
 
 class AdmissionPolicy {

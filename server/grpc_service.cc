@@ -254,6 +254,20 @@ grpc::Status GrpcLedgerService::CloseJob(grpc::ServerContext* ctx,
   });
 }
 
+namespace {
+
+// Seconds left before the call's deadline (0: none); DEADLINE_EXCEEDED once it has passed.
+absl::StatusOr<double> DeadlineSeconds(const grpc::ServerContext& ctx) {
+  const auto deadline = ctx.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return 0.0;
+  const double left =
+      std::chrono::duration<double>(deadline - std::chrono::system_clock::now()).count();
+  if (left <= 0) return absl::DeadlineExceededError("the call's deadline has passed");
+  return left < 1e9 ? left : 0.0;
+}
+
+}  // namespace
+
 grpc::Status GrpcLedgerService::AppendSteps(grpc::ServerContext* ctx,
                                             const v1::AppendStepsRequest* req,
                                             v1::AppendStepsResponse* resp) {
@@ -275,8 +289,11 @@ grpc::Status GrpcLedgerService::AppendSteps(grpc::ServerContext* ctx,
       return absl::CancelledError("the call was cancelled while waiting for its tenant's share");
     }
     GateTicket share(&gate_, tenant, req->updates_size());
+    // Judging stops at the client's deadline: nothing is admitted for a caller who left.
+    absl::StatusOr<double> left = DeadlineSeconds(*ctx);
+    if (!left.ok()) return left.status();
     absl::StatusOr<std::vector<Ack>> acks =
-        service_->AppendSteps(caller, req->tenant(), req->job_id(), updates);
+        service_->AppendSteps(caller, req->tenant(), req->job_id(), updates, *left);
     if (!acks.ok()) return acks.status();
     for (const Ack& a : *acks) {
       *resp->add_acks() = AckToProto(a);
@@ -364,7 +381,19 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
       }
       const auto n = static_cast<int64_t>(items.size());
       if (!gate_.Acquire(tenant, n, [ctx] { return ctx->IsCancelled(); })) continue;
-      std::vector<PendingAck> acks = (*steps)->Submit(std::move(items));
+      // The stream's deadline caps each group's judging (a passed one fails the group).
+      const absl::StatusOr<double> left = DeadlineSeconds(*ctx);
+      std::vector<PendingAck> acks;
+      if (left.ok()) {
+        acks = (*steps)->Submit(std::move(items), *left);
+      } else {
+        for (size_t i = 0; i < items.size(); ++i) {
+          Ack a;
+          a.seq = seqs[i];
+          a.error = left.status();
+          acks.emplace_back(a, nullptr);
+        }
+      }
       for (size_t i = 0; i < acks.size(); ++i) {
         out.Push({seqs[i], std::move(acks[i]), GateTicket(&gate_, tenant, 1)});
       }
@@ -437,19 +466,6 @@ grpc::Status GrpcLedgerService::GetLedger(grpc::ServerContext* ctx,
   });
 }
 
-namespace {
-
-// Seconds left before the call's deadline (0: none); DEADLINE_EXCEEDED once it has passed.
-absl::StatusOr<double> DeadlineSeconds(const grpc::ServerContext& ctx) {
-  const auto deadline = ctx.deadline();
-  if (deadline == std::chrono::system_clock::time_point::max()) return 0.0;
-  const double left =
-      std::chrono::duration<double>(deadline - std::chrono::system_clock::now()).count();
-  if (left <= 0) return absl::DeadlineExceededError("the call's deadline has passed");
-  return left < 1e9 ? left : 0.0;
-}
-
-}  // namespace
 
 grpc::Status GrpcLedgerService::Spent(grpc::ServerContext* ctx, const v1::SpentRequest* req,
                                       v1::SpentResponse* resp) {

@@ -97,16 +97,21 @@ class LedgerService {
 
   // Unary batch: validation errors, gaps and conflicting retries fail the whole request
   // with nothing written; otherwise one ack per update once durable.
+  // max_seconds > 0: the caller's time left (its deadline); admission judging is capped by
+  // it and --query-max-seconds (DEADLINE_EXCEEDED, nothing admitted).
   absl::StatusOr<std::vector<Ack>> AppendSteps(const Caller& caller, std::string_view tenant,
                                                std::string_view job_id,
-                                               const std::vector<UpdateInput>& updates);
+                                               const std::vector<UpdateInput>& updates,
+                                               double max_seconds = 0);
 
   // A step stream on one job. Submit admits a group of received updates (each possibly a
   // conversion error) and returns one PendingAck per item, in order; per-update problems
   // come back as acks with `error` set. Not thread-safe: one reader per stream.
   class StepStream {
    public:
-    std::vector<PendingAck> Submit(std::vector<absl::StatusOr<UpdateInput>> items);
+    // max_seconds as for AppendSteps: the stream's time left.
+    std::vector<PendingAck> Submit(std::vector<absl::StatusOr<UpdateInput>> items,
+                                   double max_seconds = 0);
     const JobKey& key() const { return key_; }
 
    private:
@@ -175,7 +180,8 @@ class LedgerService {
   // admission.cc
   absl::StatusOr<std::vector<PendingAck>> AdmitLocked(JobEntry& entry,
                                                       std::vector<Item>& items, bool stream,
-                                                      int64_t* stream_refused_seq);
+                                                      int64_t* stream_refused_seq,
+                                                      double max_seconds);
   absl::StatusOr<std::optional<UpdateRow>> FindAdmitted(JobEntry& entry, int64_t seq);
 
   Store* store_;

@@ -617,6 +617,32 @@ TEST_F(LedgerServiceTest, TheJobCacheCapCountsTheHeapItsJobsHold) {
   EXPECT_LE(gauge("dpledger_cached_jobs"), 2);
 }
 
+// Issue 11: admission takes the caller's deadline as Spent and Remaining do: a PLD judgement
+// that cannot finish in the time left fails DEADLINE_EXCEEDED (unary: the call; stream: the
+// update's ack) and writes nothing; the same update with time to spare is admitted.
+TEST_F(LedgerServiceTest, AdmissionStopsAtTheCallersDeadlineAndWritesNothing) {
+  JobSpec spec{.job_id = "slow", .budget_epsilon = 10, .budget_delta = 1e-9, .accountant = "pld"};
+  ASSERT_THAT(service_->CreateJob(Caller::Insecure(), spec), IsOk());
+  const UpdateInput u{1, {{*core::Mechanism::SubsampledGaussian(1.0, 0.01), 1000}}};
+  EXPECT_THAT(service_->AppendSteps(Caller::Insecure(), "", "slow", {u}, 1e-6),
+              StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("admission ran past")));
+  auto stream = service_->OpenStream(Caller::Insecure(), "", "slow");
+  ASSERT_THAT(stream, IsOk());
+  std::vector<absl::StatusOr<UpdateInput>> items;
+  items.push_back(u);
+  std::vector<PendingAck> pending = (*stream)->Submit(std::move(items), 1e-6);
+  ASSERT_EQ(pending.size(), 1u);
+  absl::StatusOr<Ack> streamed = pending[0].Wait();
+  ASSERT_THAT(streamed, IsOk());
+  EXPECT_EQ(streamed->error.code(), absl::StatusCode::kDeadlineExceeded) << streamed->error;
+  EXPECT_EQ(service_->GetJob(Caller::Insecure(), "", "slow")->last_seq, 0);
+  EXPECT_TRUE(memory_.ListUpdates({"default", "slow"}, 0, 10)->empty());
+
+  absl::StatusOr<std::vector<Ack>> acks = service_->AppendSteps(Caller::Insecure(), "", "slow", {u}, 60);
+  ASSERT_THAT(acks, IsOk());
+  EXPECT_TRUE((*acks)[0].admitted);
+}
+
 // Monte Carlo Spent queries keep the job's sample pools between queries (within
 // max_pool_bytes, LRU) and extend them as the ledger grows; a pool built in one go, or
 // rebuilt after eviction, holds the same paths, so every answer is bit-identical.
