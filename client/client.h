@@ -139,7 +139,10 @@ class Client {
 // not yet acknowledged are kept; when the stream breaks with a retryable code,
 // Read() opens a new one after a backoff and resends them in order with their
 // original seqs. The server answers an already admitted seq with its original
-// ack (duplicate = true), so a retried update is never charged twice.
+// ack (duplicate = true), so a retried update is never charged twice. A stream
+// the server ends itself (idle, shutting down: a StepAck with stream_end) is
+// half-closed and treated the same way; when no retry is left, Read() returns
+// the server's status and reason (UNAVAILABLE), not a bare CANCELLED.
 //
 // Use from one thread: Write() some updates (keep at most a few hundred in
 // flight so flow control cannot stall), then Read() their acks, which come in

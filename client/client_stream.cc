@@ -87,7 +87,19 @@ absl::StatusOr<v1::StepAck> StepStream::Read() {
       continue;
     }
     v1::StepAck ack;
-    if (stream_->Read(&ack)) {
+    const bool got = stream_->Read(&ack);
+    if (got && ack.stream_end()) {
+      // The server is ending this stream (idle, shutting down): half-close so the call ends
+      // with the server's status, then carry on as after any broken stream.
+      stream_->WritesDone();
+      absl::Status s = Finish(/*cancel=*/false);
+      if (s.ok() || s.code() == absl::StatusCode::kCancelled) {
+        s = absl::Status(static_cast<absl::StatusCode>(ack.error_code()), ack.error_message());
+      }
+      if (absl::Status r = Reconnect(s); !r.ok()) return r;
+      continue;
+    }
+    if (got) {
       const v1::StepUpdate& front = pending_.front();
       if (ack.seq() != front.seq() && ack.error_code() == 0) {
         return absl::InternalError(absl::StrFormat(

@@ -336,10 +336,25 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
         message_no, NotParsed(*msg)));
     return false;
   };
+  // Why the server ended the stream, in the client's words (the farewell and the status).
+  auto why = [&](const std::string& reason) {
+    std::string text = reason;
+    if (reason == "stream_idle") {
+      text = absl::StrFormat("idle (no update for %d ms, --stream-idle-timeout-ms); open a new "
+                             "stream to go on",
+                             options_.streams.idle_timeout_ms);
+    } else if (reason == "shutdown") {
+      text = "the server is shutting down; retry on another replica or after the restart";
+    } else if (reason == "stream_stalled") {
+      text = absl::StrFormat("the client took no ack for %d ms (--stream-stall-timeout-ms)",
+                             options_.streams.stall_timeout_ms);
+    }
+    return absl::StrFormat("the server ended the stream: %s", text);
+  };
   auto ended = [&]() -> absl::Status {
     const std::string reason = (*slot)->ended_reason();
     if (reason.empty()) return absl::OkStatus();
-    return absl::CancelledError(absl::StrFormat("the server ended the stream: %s", reason));
+    return absl::UnavailableError(why(reason));
   };
 
   v1::StreamStepsRequest first;
@@ -357,6 +372,7 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
     int64_t seq;  // the update's, so an error ack can carry it
     PendingAck ack;
     GateTicket share;  // the update's place in its tenant's share, until it is durable
+    std::string farewell = "";  // set: not an ack but the stream_end message, with the reason
   };
   const std::string tenant = (*steps)->key().tenant;
   const std::string request_id = RequestId(*ctx);
@@ -400,12 +416,26 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
     }
     out.Close();
   });
+  // The limiter's goodbye goes out through the writer, after the acks queued before it.
+  (*slot)->SetFarewell([&out](const std::string& reason) {
+    return out.TryPush(Pending{0, PendingAck(Ack{}, nullptr), GateTicket(), reason});
+  });
   std::atomic<bool> write_failed{false};
   std::thread writer([&] {
     for (;;) {
       std::vector<Pending> acks = out.PopSome(64);
       if (acks.empty()) break;
       for (Pending& p : acks) {
+        if (!p.farewell.empty()) {
+          v1::StepAck bye;
+          bye.set_stream_end(true);
+          bye.set_error_code(static_cast<int>(absl::StatusCode::kUnavailable));
+          bye.set_error_message(why(p.farewell));
+          (*slot)->WriteBegin();
+          if (!write_failed && !stream->Write(Serialize(bye))) write_failed = true;
+          (*slot)->WriteEnd();
+          continue;
+        }
         absl::StatusOr<Ack> a = p.ack.Wait();
         p.share.Release();
         v1::StepAck msg;
@@ -444,6 +474,7 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
   in.Close();
   admit.join();
   writer.join();
+  (*slot)->SetFarewell(nullptr);  // `out` goes away before the slot
   if (absl::Status e = ended(); !e.ok()) return e;
   if (status.ok() && write_failed) return absl::CancelledError("the client stopped reading acks");
   return status;

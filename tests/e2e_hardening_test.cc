@@ -246,16 +246,46 @@ TEST_F(HardeningTest, Issue11IdleStreamIsEnded) {
   ASSERT_TRUE(s.Write(RawStream::Update(1, "j")));
   ASSERT_TRUE(s.Read().has_value());
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_FALSE(s.Read().has_value());  // blocks until the server ends the stream
+  // Blocks until the server ends the stream, with a farewell naming why (issue 11: the
+  // client used to see only CANCELLED, the reason being in the server's log alone).
+  std::optional<v1::StepAck> bye = s.Read();
   const double waited =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GT(waited, 0.2);
   EXPECT_LT(waited, 30);
-  EXPECT_EQ(s.Finish().second.error_code(), grpc::StatusCode::CANCELLED);
+  ASSERT_TRUE(bye.has_value());
+  EXPECT_TRUE(bye->stream_end());
+  EXPECT_EQ(bye->error_code(), static_cast<int>(Code::kUnavailable));
+  EXPECT_THAT(bye->error_message(), HasSubstr("idle (no update for 300 ms"));
+  // A client that half-closes gets the same as the call's status.
+  const grpc::Status status = s.Finish().second;
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(status.error_message(), HasSubstr("the server ended the stream: idle"));
   // The admitted update stays; the server goes on.
   auto job = c->GetJob("j");
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->last_seq(), 1);
+}
+
+// The C++ client's stream, out of retries, returns the server's status and reason for a
+// stream the server ended (was CANCELLED with no message).
+TEST_F(HardeningTest, Issue11ClientStreamEndedByTheServerGetsItsStatusAndReason) {
+  ASSERT_NO_FATAL_FAILURE(StartServer({.extra_args = {"--stream-idle-timeout-ms=300"}}));
+  auto c = NewClient([](client::ClientOptions& o) { o.retry.max_attempts = 1; });
+  ASSERT_TRUE(c->CreateJob(JobRequest("j", 10, 1e-6, "analytic")).ok());
+  auto stream = c->OpenStream("j");
+  v1::StepUpdate u;
+  u.set_seq(1);
+  u.add_steps()->set_spec("gaussian:sigma=20");
+  ASSERT_TRUE(stream->Write(u).ok());
+  ASSERT_TRUE(stream->Read().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // idle: the server ends it
+  u.set_seq(2);
+  ASSERT_TRUE(stream->Write(u).ok());
+  absl::StatusOr<v1::StepAck> ack = stream->Read();
+  ASSERT_FALSE(ack.ok()) << "the ended stream acknowledged seq 2";
+  EXPECT_EQ(ack.status().code(), absl::StatusCode::kUnavailable) << ack.status();
+  EXPECT_THAT(ack.status().message(), HasSubstr("the server ended the stream: idle"));
 }
 
 // Writes updates seq 1.. on `s` until a write fails (the server ended the stream) or
