@@ -1,4 +1,7 @@
 // StepStream: StreamSteps with reconnection and resend by sequence number.
+#include <chrono>
+#include <thread>
+
 #include "absl/strings/str_format.h"
 #include "client/client.h"
 
@@ -17,9 +20,10 @@ absl::Status StepStream::Finish(bool cancel) {
   while (stream_->Read(&discard)) {
   }
   grpc::Status status = stream_->Finish();
+  absl::Status out = FromCall(*context_, status);
   stream_.reset();
   context_.reset();
-  return FromGrpc(status);
+  return out;
 }
 
 bool StepStream::WriteOne(const v1::StepUpdate& update) {
@@ -49,9 +53,14 @@ absl::Status StepStream::OpenAndResend() {
 absl::Status StepStream::Reconnect(absl::Status cause) {
   const int max_attempts = client_->options().retry.max_attempts;
   while (true) {
-    if (!IsRetryable(cause.code()) || failures_ + 1 >= max_attempts) return cause;
+    int64_t hint_ms = -1;
+    if (!client_->Retryable(cause, &hint_ms) || failures_ + 1 >= max_attempts) return cause;
     ++failures_;
-    client_->Backoff(failures_ + 1);
+    if (hint_ms >= 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(hint_ms));
+    } else {
+      client_->Backoff(failures_ + 1);
+    }
     if (stream_) Finish(/*cancel=*/true).IgnoreError();
     ++reconnects_;
     cause = OpenAndResend();

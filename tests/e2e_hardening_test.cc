@@ -288,6 +288,36 @@ TEST_F(HardeningTest, Issue11ClientStreamEndedByTheServerGetsItsStatusAndReason)
   EXPECT_THAT(ack.status().message(), HasSubstr("the server ended the stream: idle"));
 }
 
+// Issue 11: the C++ client honours RESOURCE_EXHAUSTED's retry-after-ms (it returned it at
+// once): a tenant over its rate gets its calls through after the hinted waits, within its
+// max_attempts; a hint longer than max_retry_after_ms, or no attempt left, is returned.
+TEST_F(HardeningTest, Issue11ClientWaitsOutTheServersRetryHint) {
+  ASSERT_NO_FATAL_FAILURE(
+      StartServer({.extra_args = {"--max-tenant-rps=5", "--tenant-rps-burst=1"}}));
+  auto c = NewClient();  // default retries
+  ASSERT_TRUE(c->CreateJob(JobRequest("j", 10, 1e-6, "analytic")).ok());
+  const auto start = std::chrono::steady_clock::now();
+  constexpr int kCalls = 6;
+  for (int i = 0; i < kCalls; ++i) {
+    auto job = c->GetJob("j");
+    ASSERT_TRUE(job.ok()) << "call " << i << ": " << job.status();
+  }
+  // 5 per second with a burst of 1: the calls after the first wait ~200 ms each.
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GT(waited, 0.15 * (kCalls - 1));
+  auto once = NewClient([](client::ClientOptions& o) { o.retry.max_attempts = 1; });
+  absl::Status s = once->GetJob("j").status();
+  if (s.ok()) s = once->GetJob("j").status();
+  EXPECT_EQ(s.code(), Code::kResourceExhausted) << s;
+  EXPECT_GT(client::RetryAfterMs(s), 0);
+  EXPECT_LE(client::RetryAfterMs(s), 200);
+  auto impatient = NewClient([](client::ClientOptions& o) { o.retry.max_retry_after_ms = 1; });
+  s = impatient->GetJob("j").status();
+  if (s.ok()) s = impatient->GetJob("j").status();
+  EXPECT_EQ(s.code(), Code::kResourceExhausted) << s;
+}
+
 // Writes updates seq 1.. on `s` until a write fails (the server ended the stream) or
 // `max` were written; never reads an ack. Returns how many were written.
 int64_t PumpWithoutReading(RawStream& s, int64_t max) {
