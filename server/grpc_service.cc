@@ -144,22 +144,41 @@ std::shared_ptr<const TokenTable> GrpcLedgerService::tokens() const {
   return tokens_;
 }
 
+void GrpcLedgerService::SetCertMap(std::shared_ptr<const ClientCertMap> cert_map) {
+  std::lock_guard<std::mutex> lock(tokens_mu_);
+  cert_map_ = std::move(cert_map);
+}
+
+std::shared_ptr<const ClientCertMap> GrpcLedgerService::cert_map() const {
+  std::lock_guard<std::mutex> lock(tokens_mu_);
+  return cert_map_;
+}
+
 absl::StatusOr<Caller> GrpcLedgerService::Authenticate(const grpc::ServerContext* ctx) const {
-  if (cert_map_ != nullptr) {
+  const std::shared_ptr<const ClientCertMap> cert_map = this->cert_map();
+  if (cert_map != nullptr) {
     // gRPC has verified the certificate against --tls-client-ca before the call starts.
     const std::shared_ptr<const grpc::AuthContext> auth = ctx->auth_context();
     if (auth != nullptr && auth->IsPeerAuthenticated()) {
-      for (const grpc::string_ref& cn : auth->FindPropertyValues("x509_common_name")) {
-        if (std::optional<Caller> c = cert_map_->Find(std::string_view(cn.data(), cn.size()))) {
-          return *c;
+      CertIdentity cert;
+      auto values = [&](const char* property) {
+        std::vector<std::string> out;
+        for (const grpc::string_ref& v : auth->FindPropertyValues(property)) {
+          out.emplace_back(v.data(), v.size());
         }
-      }
+        return out;
+      };
+      cert.common_names = values("x509_common_name");
+      cert.subjects = values("x509_subject");
+      cert.sans = values("x509_subject_alternative_name");
+      if (std::optional<Caller> c = cert_map->Find(cert)) return *c;
     }
   }
   const std::shared_ptr<const TokenTable> tokens = this->tokens();
-  if (tokens == nullptr && cert_map_ != nullptr) {
+  if (tokens == nullptr && cert_map != nullptr) {
     return absl::UnauthenticatedError(
-        "a client certificate whose common name is in client_cert_map is required");
+        "a client certificate named in client_cert_map (subject, SAN or common name) is "
+        "required");
   }
   if (tokens == nullptr) return Caller::Insecure();
   const auto& md = ctx->client_metadata();

@@ -6,7 +6,8 @@
 // Every flag can also come from the environment as DPLEDGER_<FLAG> (upper case, '-' -> '_'),
 // e.g. DPLEDGER_DATA_DIR=/srv/dpledger; a command-line flag wins over the environment.
 // SIGTERM / SIGINT: graceful shutdown (drain RPCs and streams, commit, close the store).
-// SIGHUP: reload the token file and TLS files (server.h Reload); open streams and calls go on.
+// SIGHUP: reload the token file, client certificate map and TLS files (server.h Reload); open
+// streams and calls go on.
 #include <algorithm>
 #include <malloc.h>
 
@@ -54,9 +55,11 @@ ABSL_FLAG(std::string, token_file, "",
           "--insecure)");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA of client certificates: mutual TLS (with --client-cert-map); a verified "
-          "certificate's common name names the caller, token callers keep working");
+          "certificate's subject, SAN or common name names the caller, token callers keep "
+          "working");
 ABSL_FLAG(std::string, client_cert_map, "",
-          "client certificates to callers, one 'COMMON_NAME TENANT reader|writer' per line");
+          "client certificates to callers, one 'NAME TENANT reader|writer' per line, NAME "
+          "'subject:DN', 'san:VALUE' or a common name; reloaded on SIGHUP");
 ABSL_FLAG(int, max_message_bytes, 16 << 20, "largest gRPC message accepted or sent");
 ABSL_FLAG(int, shutdown_grace_ms, 10000, "how long shutdown waits for in-flight RPCs");
 ABSL_FLAG(bool, full_integrity_check, false,
@@ -339,7 +342,7 @@ int main(int argc, char** argv) {
     for (;;) {
       sigwait(&signals, &sig);
       if (sig != SIGHUP) break;
-      spdlog::info("signal=SIGHUP received: reloading the token file and TLS files");
+      spdlog::info("signal=SIGHUP received: reloading the token file, client certificate map and TLS files");
       (void)(*server)->Reload();  // logs the outcome; a bad file keeps the old one
     }
     spdlog::info("signal={} received", sig == SIGTERM ? "SIGTERM" : "SIGINT");

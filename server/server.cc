@@ -303,7 +303,27 @@ void Server::Shutdown() {
 absl::Status Server::Reload() {
   absl::Status tls = tls_ ? tls_->Reload() : absl::OkStatus();
   absl::Status tokens = ReloadTokens();
-  return tokens.ok() ? tls : tokens;
+  absl::Status certs = ReloadCertMap();
+  return !tokens.ok() ? tokens : !certs.ok() ? certs : tls;
+}
+
+absl::Status Server::ReloadCertMap() {
+  if (options_.client_cert_map.empty()) return absl::OkStatus();
+  absl::StatusOr<ClientCertMap> fresh = ClientCertMap::Load(options_.client_cert_map);
+  if (fresh.ok() && fresh->size() == 0) {
+    fresh = absl::InvalidArgumentError(
+        absl::StrFormat("client_cert_map '%s' names no certificate", options_.client_cert_map));
+  }
+  if (!fresh.ok()) {
+    spdlog::error("reload: client certificate map refused, the old map stays: {}",
+                  std::string(fresh.status().message()));
+    return fresh.status();
+  }
+  const std::shared_ptr<const ClientCertMap> old = service_->cert_map();
+  spdlog::info("reload: client certificate map '{}' loaded: names={} (was {})",
+               options_.client_cert_map, fresh->size(), old ? old->size() : 0);
+  service_->SetCertMap(std::make_shared<const ClientCertMap>(std::move(*fresh)));
+  return absl::OkStatus();
 }
 
 absl::Status Server::ReloadTokens() {
