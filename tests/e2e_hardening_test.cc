@@ -40,9 +40,10 @@ grpc::ByteBuffer Bytes(const std::string& s) {
 // good ones (client::StepStream only sends well-formed messages).
 class RawStream {
  public:
-  explicit RawStream(const std::string& address)
+  explicit RawStream(const std::string& address,
+                     const char* method = "/dpledger.v1.Ledger/StreamSteps")
       : channel_(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
-        method_("/dpledger.v1.Ledger/StreamSteps", grpc::internal::RpcMethod::BIDI_STREAMING) {
+        method_(method, grpc::internal::RpcMethod::BIDI_STREAMING) {
     ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     rw_.reset(grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
         channel_.get(), method_, &ctx_));
@@ -316,6 +317,31 @@ TEST_F(HardeningTest, Issue11ClientWaitsOutTheServersRetryHint) {
   s = impatient->GetJob("j").status();
   if (s.ok()) s = impatient->GetJob("j").status();
   EXPECT_EQ(s.code(), Code::kResourceExhausted) << s;
+}
+
+// Issue 11 item 8 for the services gRPC itself provides (health, reflection), which parse
+// their own requests: unparsable bytes never crash the server, and they answer as the
+// README's "Bad input" note says (Check INVALID_ARGUMENT; Watch INTERNAL and reflection an
+// empty OK are gRPC's own answers, outside dpledger's control). The test pins them so the
+// note stays true across gRPC upgrades.
+TEST_F(HardeningTest, Issue11GrpcsOwnServicesOnUnparsableBytes) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  grpc::Status check = RawUnary(server_->address(), "/grpc.health.v1.Health/Check", kGarbage);
+  EXPECT_EQ(check.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << check.error_message();
+  auto finish = [&](const char* method) {
+    RawStream s(server_->address(), method);
+    s.Write(kGarbage);
+    return s.Finish();
+  };
+  auto [watch_msgs, watch] = finish("/grpc.health.v1.Health/Watch");
+  EXPECT_TRUE(watch_msgs.empty());
+  EXPECT_EQ(watch.error_code(), grpc::StatusCode::INTERNAL) << watch.error_message();
+  auto [refl_msgs, refl] =
+      finish("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo");
+  EXPECT_TRUE(refl_msgs.empty());
+  EXPECT_TRUE(refl.ok()) << refl.error_message();
+  // The server goes on.
+  EXPECT_TRUE(NewClient()->CheckHealth().ok());
 }
 
 // Writes updates seq 1.. on `s` until a write fails (the server ended the stream) or
