@@ -290,6 +290,7 @@ void Server::Shutdown() {
   if (grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService()) {
     health->Shutdown();  // NOT_SERVING to health checkers while we drain
   }
+  metrics_->SetReady(false);  // and to scrapes (the exposer lives until the end)
   // Streams end at once (their clients reconnect and retry, answered from the ledger); unary
   // RPCs get the grace period.
   service_->CancelStreams();
