@@ -111,9 +111,9 @@ absl::Status JobCache::Load(JobEntry& entry, const JobKey& key) {
   entry.chain_head = entry.recent.empty() ? ChainGenesis(**row) : entry.recent.back().chain;
   entry.release_head = ChainGenesis(**row);
   if (*releases > 0) {
-    absl::StatusOr<std::vector<ReleaseRow>> all = store_->ListReleases(key);
-    if (!all.ok()) return all.status();
-    if (!all->empty()) entry.release_head = all->back().chain;
+    absl::StatusOr<std::optional<std::string>> last = store_->LastReleaseChain(key);
+    if (!last.ok()) return last.status();
+    if (last->has_value()) entry.release_head = **last;
   }
   entry.tail = nullptr;
   entry.loaded = true;
@@ -201,9 +201,9 @@ absl::Status JobCache::Refresh(JobEntry& entry, const JobKey& key) {
   if (!releases.ok()) return releases.status();
   if (*releases != entry.num_releases) {
     // Another replica's releases moved the job's release chain (ledger_chain.h).
-    absl::StatusOr<std::vector<ReleaseRow>> all = store_->ListReleases(key);
-    if (!all.ok()) return all.status();
-    entry.release_head = all->empty() ? ChainGenesis(**row) : all->back().chain;
+    absl::StatusOr<std::optional<std::string>> last = store_->LastReleaseChain(key);
+    if (!last.ok()) return last.status();
+    entry.release_head = last->value_or(ChainGenesis(**row));
   }
   entry.row = **row;
   entry.num_releases = *releases;

@@ -711,6 +711,25 @@ absl::StatusOr<std::vector<ReleaseRow>> PostgresStore::ListReleases(const JobKey
   });
 }
 
+absl::StatusOr<std::optional<std::string>> PostgresStore::LastReleaseChain(const JobKey& key) {
+  return Read<std::optional<std::string>>(
+      [&](PGconn* c) -> absl::StatusOr<std::optional<std::string>> {
+        Params p;
+        p.Add(key.tenant).Add(key.job_id);
+        Result r;
+        if (absl::Status s = pg::Exec(c,
+                                      "SELECT chain FROM releases WHERE tenant = $1 AND "
+                                      "job_id = $2 ORDER BY create_time_ms DESC, insert_order "
+                                      "DESC LIMIT 1",
+                                      &p, "last release chain", &r);
+            !s.ok()) {
+          return s;
+        }
+        if (PQntuples(r.get()) == 0) return std::optional<std::string>();
+        return std::optional<std::string>(pg::Text(r.get(), 0, 0));
+      });
+}
+
 absl::StatusOr<int64_t> PostgresStore::CountReleases(const JobKey& key) {
   return Read<int64_t>([&](PGconn* c) {
     Params p;

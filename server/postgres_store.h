@@ -81,6 +81,7 @@ class PostgresStore final : public Store {
       std::string_view tenant, std::string_view request_id) override;
   absl::StatusOr<std::vector<ReleaseRow>> ListReleases(const JobKey& key) override;
   absl::StatusOr<int64_t> CountReleases(const JobKey& key) override;
+  absl::StatusOr<std::optional<std::string>> LastReleaseChain(const JobKey& key) override;
   // PostgreSQL checks pages itself (checksums, when the cluster has them); this verifies that
   // the database answers and holds the expected schema version.
   absl::Status CheckIntegrity(bool full) override;

@@ -472,6 +472,18 @@ absl::StatusOr<int64_t> SqliteStore::CountReleases(const JobKey& key) {
   return q.Int(0);
 }
 
+absl::StatusOr<std::optional<std::string>> SqliteStore::LastReleaseChain(const JobKey& key) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Stmt q(read_db_, "SELECT chain FROM releases WHERE tenant = ? AND job_id = ? "
+                   "ORDER BY create_time_ms DESC, rowid DESC LIMIT 1");
+  q.Bind(1, key.tenant).Bind(2, key.job_id);
+  if (!q.status().ok()) return q.status();
+  const int rc = q.Step();
+  if (rc == SQLITE_DONE) return std::optional<std::string>();
+  if (rc != SQLITE_ROW) return Error(read_db_, rc, "last release chain");
+  return std::optional<std::string>(q.Text(0));
+}
+
 absl::StatusOr<std::optional<ReleaseRow>> SqliteStore::GetRelease(std::string_view release_id) {
   std::lock_guard<std::mutex> lock(read_mu_);
   Stmt q(read_db_, Sql("SELECT ", kReleaseColumns, " FROM releases WHERE release_id = ?"));
