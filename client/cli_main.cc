@@ -68,7 +68,9 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (command == "account" || command == "calibrate" || command == "verify") {
-    auto args = Args::Parse(std::vector<std::string>(rest.begin() + 1, rest.end()));
+    std::vector<std::string> switches = {"json", "insecure", "help"};
+    if (command == "verify") switches.push_back("plan");
+    auto args = Args::Parse(std::vector<std::string>(rest.begin() + 1, rest.end()), switches);
     if (!args.ok()) return Fail(args.status());
     if (command == "account") return RunAccount(*args);
     if (command == "calibrate") return RunCalibrate(*args);

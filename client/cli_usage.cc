@@ -26,7 +26,12 @@ constexpr CommandHelp kCommands[] = {
 )"},
     {"verify", "", false, true,
      R"(  verify    --epsilon E --delta-est D [--tau T] [--rho R] [--max-samples N]
+            [--estimator auto|smc|is|tilt] [--certify pld|none] [--plan]
             --step SPEC ... [--json]
+            --certify pld (default): a direction PLD certifies below the threshold
+                    is not sampled
+            --plan: per direction the estimator or certified bound, nu, m and the
+                    predicted time, before any verification sample is drawn
 )"},
     {"job", "create", true, false,
      R"(  job create --job ID --epsilon E --delta D [--accountant pld|rdp|analytic|spa|edgeworth|evr]

@@ -1,6 +1,9 @@
 // `dpledger verify`: offline EVR verification of a proposed (epsilon, delta_est) for a
 // ledger given as --step specs (mc-evr.md 4.8). Exit 0 for a decision (accepted,
 // rejected or refused), 2 for an input error (the message names the flag).
+// `--plan`: what the gate will cost, before any verification sample is drawn: per
+// direction the estimator (or the certified bound that settles it), the proven nu, m
+// and the predicted sampling time (core/evr PlanVerificationWithTime).
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -19,9 +22,7 @@
 namespace dpledger::cli {
 namespace {
 
-std::string EstimatorName(core::McEstimator e) {
-  return e == core::McEstimator::kSmc ? "smc" : "is";
-}
+std::string EstimatorName(core::McEstimator e) { return std::string(core::McEstimatorName(e)); }
 
 nlohmann::ordered_json DirectionJson(const core::DirectionCheck& d) {
   nlohmann::ordered_json j = {
@@ -33,7 +34,10 @@ nlohmann::ordered_json DirectionJson(const core::DirectionCheck& d) {
       {"samples", d.samples.num_samples},
       {"samples_exact", d.samples.exact},
       {"sampled", d.sampled},
+      {"verified_by", core::DirectionVerifiedBy(d)},
+      {"certified", d.certified},
       {"predicted_seconds", d.predicted_seconds}};
+  if (d.certified_upper > 0) j["certified_upper"] = d.certified_upper;
   if (!d.thetas.empty()) j["thetas"] = d.thetas;
   if (d.sampled) {
     j["seed"] = d.seed;
@@ -97,6 +101,29 @@ nlohmann::ordered_json ResultJson(const core::VerificationResult& r) {
   j["predicted_seconds"] = r.predicted_seconds;
   j["seconds"] = r.seconds;
   return j;
+}
+
+// --plan: one line per direction, nothing sampled yet.
+void PrintPlan(const core::VerificationResult& r) {
+  const core::VerifierThresholds& t = r.thresholds;
+  if (r.outcome == core::VerificationOutcome::kAcceptedTrivially) {
+    std::printf("plan        %s\n", r.reason.c_str());
+    return;
+  }
+  std::printf("threshold   T = %.6g  (Delta %.4g, tau %g, rho %g)\n", t.threshold, t.offset, t.tau,
+              t.rho);
+  for (const auto& d : r.directions) {
+    const std::string dir(core::DirectionName(d.direction));
+    if (d.certified) {
+      std::printf("%-11s %s: nothing to sample\n", dir.c_str(), core::DirectionVerifiedBy(d).c_str());
+      continue;
+    }
+    std::printf("%-11s estimator %s  nu %.4g (%s)  m %.4g  predicted %.3g s\n", dir.c_str(),
+                EstimatorName(d.estimator).c_str(), d.nu, d.nu_method.c_str(), d.samples.exact,
+                d.predicted_seconds);
+  }
+  if (r.add_direction_zero) std::printf("add         provably zero at this epsilon\n");
+  std::printf("total       predicted %.3g s of sampling\n", r.predicted_seconds);
 }
 
 void PrintSummary(const core::VerificationResult& r) {
@@ -164,9 +191,21 @@ absl::StatusOr<core::VerifierOptions> ParseOptions(const Args& args) {
       o.estimator = core::VerifierEstimator::kSmc;
     } else if (*e == "is") {
       o.estimator = core::VerifierEstimator::kImportanceSampling;
+    } else if (*e == "tilt") {
+      o.estimator = core::VerifierEstimator::kTiltEvery;
     } else {
       return absl::InvalidArgumentError(
-          absl::StrFormat("--estimator must be auto, smc or is, got '%s'", *e));
+          absl::StrFormat("--estimator must be auto, smc, is or tilt, got '%s'", *e));
+    }
+  }
+  if (auto c = args.Get("certify")) {
+    if (*c == "pld") {
+      o.certification = core::DirectionCertification::kPld;
+    } else if (*c == "none") {
+      o.certification = core::DirectionCertification::kNone;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--certify must be pld or none, got '%s'", *c));
     }
   }
   if (auto b = args.Get("backend")) {
@@ -197,7 +236,7 @@ absl::StatusOr<core::VerifierOptions> ParseOptions(const Args& args) {
 
 int RunVerify(const Args& args) {
   if (auto s = args.CheckKnown({"epsilon", "delta-est", "tau", "rho", "max-samples", "max-seconds",
-                                "step", "json", "estimator", "backend", "threads"});
+                                "step", "json", "estimator", "backend", "threads", "plan", "certify"});
       !s.ok()) {
     return Fail(s);
   }
@@ -212,7 +251,9 @@ int RunVerify(const Args& args) {
   auto options = ParseOptions(args);
   if (!options.ok()) return Fail(options.status());
 
-  auto result = core::Verify(*steps, **epsilon, **delta_est, *options);
+  const bool plan = args.Has("plan");
+  auto result = plan ? core::PlanVerificationWithTime(*steps, **epsilon, **delta_est, *options)
+                     : core::Verify(*steps, **epsilon, **delta_est, *options);
   if (!result.ok()) {
     // The library names fields in snake_case; say which flag that is.
     std::string msg(result.status().message());
@@ -227,7 +268,13 @@ int RunVerify(const Args& args) {
     return Fail(absl::Status(result.status().code(), msg));
   }
   if (args.Has("json")) {
-    std::cout << ResultJson(*result).dump() << "\n";
+    nlohmann::ordered_json j = ResultJson(*result);
+    if (plan && result->outcome != core::VerificationOutcome::kAcceptedTrivially) {
+      j["outcome"] = "planned";
+    }
+    std::cout << j.dump() << "\n";
+  } else if (plan) {
+    PrintPlan(*result);
   } else {
     PrintSummary(*result);
   }

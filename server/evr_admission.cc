@@ -31,6 +31,9 @@ absl::StatusOr<EvrAdmissionResult> VerifyForAdmission(
   vo.tau = options.tau;
   vo.max_samples = options.max_samples;
   vo.max_seconds = options.max_seconds;
+  // An evr job chose the Monte Carlo verifier over a certified accountant (README,
+  // "EVR-verified admission"): every direction is sampled, none certified by PLD.
+  vo.certification = core::DirectionCertification::kNone;
   EvrAdmissionResult out;
   core::VerifierHooks hooks = options.hooks;
   const core::SeedSource seeds = hooks.seed_source ? hooks.seed_source

@@ -44,10 +44,13 @@ absl::Status ValidateJobId(std::string_view job_id) {
 absl::StatusOr<Ack> PendingAck::Wait() const {
   if (ticket_) {
     if (absl::Status s = ticket_->Wait(); !s.ok()) {
-      return absl::UnavailableError(absl::StrFormat(
-          "seq %d: the ledger write failed and nothing was acknowledged (%s); retry with the "
-          "same seq",
-          ack_.seq, std::string(s.message())));
+      // A full disk stays RESOURCE_EXHAUSTED (issue 16): the operator must free space.
+      return absl::Status(
+          s.code() == absl::StatusCode::kResourceExhausted ? s.code()
+                                                           : absl::StatusCode::kUnavailable,
+          absl::StrFormat("seq %d: the ledger write failed and nothing was acknowledged (%s); "
+                          "retry with the same seq",
+                          ack_.seq, std::string(s.message())));
     }
   }
   return ack_;

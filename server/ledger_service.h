@@ -61,6 +61,7 @@ struct LedgerOptions {
   int recent_updates_window = 4096;     // per job, for retries without a store read
   bool release_use_mc = true;           // EVR Monte Carlo verifier first (release_verifier.h)
   double release_mc_max_seconds = 60;   // its predicted-time cap; beyond: certified fallback
+  bool release_certify_directions = true;  // EVR: PLD-certified directions are not sampled
   // The most wall time one Spent or Remaining query may take (0: none); the caller's gRPC
   // deadline caps it further. Monte Carlo queries use accountant_options.mc.max_seconds.
   double query_max_seconds = 30;

@@ -60,6 +60,22 @@ class LedgerServiceTest : public ::testing::Test {
     Restart();
   }
 
+  // Releases (epsilon 0.5, delta_est 0.05, tau 0.5) on a job of ten Gaussian steps (sigma 10)
+  // with the EVR verifier on: delta_est/tau = 0.1 is ten times the true delta(0.5) = 0.0098
+  // (mpmath).
+  absl::StatusOr<ReleaseRow> ReleaseTenGaussianSteps() {
+    options_.release_use_mc = true;
+    Restart();
+    Create("job", 10);
+    std::vector<UpdateInput> batch;
+    for (int seq = 1; seq <= 10; ++seq) batch.push_back(Upd(seq));
+    if (auto s = service_->AppendSteps(Caller::Insecure(), "", "job", batch); !s.ok()) {
+      return s.status();
+    }
+    ReleaseInput in{.job_id = "job", .payload = "p", .epsilon = 0.5, .delta_est = 0.05, .tau = 0.5};
+    return service_->Release(Caller::Insecure(), in);
+  }
+
   void Restart() {
     service_.reset();
     faulty_ = std::make_unique<testing::FaultyStore>(&memory_);
@@ -414,17 +430,10 @@ TEST_F(LedgerServiceTest, ReleasePassesOnlyWhenTheCertifiedBoundBacksTheClaim) {
 }
 
 TEST_F(LedgerServiceTest, ReleaseRunsTheEvrVerifierWithFreshRandomness) {
-  options_.release_use_mc = true;
-  Restart();
-  Create("job", 10);
-  std::vector<UpdateInput> batch;
-  for (int seq = 1; seq <= 10; ++seq) batch.push_back(Upd(seq));
-  ASSERT_THAT(service_->AppendSteps(Caller::Insecure(), "", "job", batch), IsOk());
-  // Claim delta_est/tau = 0.1, ten times the true delta(0.5) = 0.0098 (mpmath): with tau = 0.5
-  // the verifier needs few samples, and it rejects only if its estimate exceeds the
-  // threshold by > 10 standard deviations (Bernstein: false failure < 1e-9).
-  ReleaseInput in{.job_id = "job", .payload = "p", .epsilon = 0.5, .delta_est = 0.05, .tau = 0.5};
-  absl::StatusOr<ReleaseRow> rel = service_->Release(Caller::Insecure(), in);
+  options_.release_certify_directions = false;  // PLD would certify this claim (next test)
+  // With tau = 0.5 the verifier needs few samples, and it rejects only if its estimate
+  // exceeds the threshold by > 10 standard deviations (Bernstein: false failure < 1e-9).
+  absl::StatusOr<ReleaseRow> rel = ReleaseTenGaussianSteps();
   ASSERT_THAT(rel, IsOk());
   EXPECT_EQ(rel->verifier, "evr-mc") << rel->note;
   EXPECT_FALSE(rel->fallback);
@@ -433,6 +442,20 @@ TEST_F(LedgerServiceTest, ReleaseRunsTheEvrVerifierWithFreshRandomness) {
   EXPECT_GT(rel->num_samples, 0);
   EXPECT_LT(rel->delta_hat, rel->threshold);
   EXPECT_NE(rel->seed, 0u);  // chosen by the server, recorded for audit
+}
+
+// Issue 14 item 3: the EVR gate certifies a direction that PLD bounds below its threshold
+// instead of sampling it, and the record's note says how each direction was verified.
+TEST_F(LedgerServiceTest, ReleaseRecordsHowEachDirectionWasVerified) {
+  // delta_est/tau = 0.1 against the true delta(0.5) = 0.0098: PLD certifies every direction.
+  absl::StatusOr<ReleaseRow> rel = ReleaseTenGaussianSteps();
+  ASSERT_THAT(rel, IsOk());
+  EXPECT_EQ(rel->verifier, "evr-mc") << rel->note;
+  EXPECT_FALSE(rel->fallback);
+  EXPECT_EQ(rel->guarantee, core::Guarantee::kCertified);
+  EXPECT_EQ(rel->failure_probability, 0);
+  EXPECT_EQ(rel->num_samples, 0);
+  EXPECT_THAT(rel->note, HasSubstr("remove: certified by pld upper bound 0.009"));
 }
 
 TEST_F(LedgerServiceTest, TenantsAndRolesAreEnforced) {

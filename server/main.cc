@@ -106,6 +106,9 @@ ABSL_FLAG(int, stream_stall_timeout_ms, 30000,
           "stops as soon as max_stream_inflight acks wait)");
 ABSL_FLAG(int, max_job_series, 1000, "jobs labelled in dpledger_job_epsilon_spent");
 ABSL_FLAG(bool, release_use_mc, true, "run the EVR Monte Carlo verifier for releases");
+ABSL_FLAG(bool, release_certify_directions, true,
+          "EVR releases: a direction whose PLD certified delta is below the threshold is "
+          "certified instead of sampled (core/evr/verifier.h)");
 ABSL_FLAG(double, release_mc_max_seconds, 60,
           "EVR predicted-time cap per release; beyond it a certified accountant decides");
 ABSL_FLAG(double, evr_admission_tau, 0.5,
@@ -141,7 +144,7 @@ constexpr const char* kFlagNames[] = {
     "max_steps_per_update", "max_cached_jobs", "max_cached_bytes", "max_pool_bytes", "max_admission_group", "max_payload_bytes",
     "group_commit_max_batches", "group_commit_delay_us", "max_stream_inflight",
     "max_tenant_inflight_updates", "max_tenant_rps", "tenant_rps_burst", "max_streams", "max_streams_per_tenant", "stream_idle_timeout_ms", "stream_stall_timeout_ms",
-    "max_job_series", "release_use_mc", "release_mc_max_seconds", "evr_admission_tau",
+    "max_job_series", "release_use_mc", "release_certify_directions", "release_mc_max_seconds", "evr_admission_tau",
     "evr_admission_max_samples", "evr_admission_max_seconds", "query_mc_max_seconds",
     "query_max_seconds", "edgeworth_order", "edgeworth_mode", "spa_estimator", "pld_precision",
     "log_level"};
@@ -253,6 +256,7 @@ absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
   o.ledger.committer.max_delay = std::chrono::microseconds(absl::GetFlag(FLAGS_group_commit_delay_us));
   o.ledger.release_use_mc = absl::GetFlag(FLAGS_release_use_mc);
   o.ledger.release_mc_max_seconds = absl::GetFlag(FLAGS_release_mc_max_seconds);
+  o.ledger.release_certify_directions = absl::GetFlag(FLAGS_release_certify_directions);
   o.ledger.evr_admission.tau = absl::GetFlag(FLAGS_evr_admission_tau);
   o.ledger.evr_admission.max_samples = absl::GetFlag(FLAGS_evr_admission_max_samples);
   o.ledger.evr_admission.max_seconds = absl::GetFlag(FLAGS_evr_admission_max_seconds);

@@ -130,6 +130,7 @@ absl::StatusOr<ReleaseRow> LedgerService::Release(const Caller& caller, const Re
   vin.max_samples = in.max_samples;
   vin.accountant_options = options_.accountant_options;
   vin.mc_max_seconds = options_.release_mc_max_seconds;
+  vin.certify_directions = options_.release_certify_directions;
   // An adaptive job's realised ledger is no guarantee (its mechanisms were chosen from
   // outputs): the claim is checked against the curve its filter proves for the whole run.
   absl::StatusOr<VerifyOutcome> v =

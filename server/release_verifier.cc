@@ -18,6 +18,8 @@ absl::StatusOr<VerifyOutcome> RunEvr(const VerifyInput& in, std::string* why_not
   opts.rho = in.rho;
   if (in.max_samples > 0) opts.max_samples = in.max_samples;
   opts.max_seconds = in.mc_max_seconds;
+  opts.certification = in.certify_directions ? core::DirectionCertification::kPld
+                                             : core::DirectionCertification::kNone;
   absl::StatusOr<core::VerificationResult> r = core::Verify(in.events, in.epsilon, in.delta_est, opts);
   if (!r.ok()) {
     if (r.status().code() == absl::StatusCode::kInvalidArgument) return r.status();
@@ -31,6 +33,9 @@ absl::StatusOr<VerifyOutcome> RunEvr(const VerifyInput& in, std::string* why_not
   out.backend = r->backend.empty() ? "none" : r->backend;
   out.seconds = r->seconds;
   for (const core::DirectionCheck& d : r->directions) {
+    absl::StrAppendFormat(&out.directions, "%s%s: %s", out.directions.empty() ? "" : "; ",
+                          std::string(core::DirectionName(d.direction)),
+                          core::DirectionVerifiedBy(d));
     out.num_samples += d.sampled ? d.estimate.num_samples : 0;
     if (d.sampled) {
       out.mc_attempted = true;
@@ -46,8 +51,9 @@ absl::StatusOr<VerifyOutcome> RunEvr(const VerifyInput& in, std::string* why_not
                                  std::string(core::VerificationOutcomeName(r->outcome)), r->reason);
     return out;
   }
-  *why_not = absl::StrFormat("EVR %s: %s", std::string(core::VerificationOutcomeName(r->outcome)),
-                             r->reason);
+  *why_not = absl::StrFormat("EVR %s: %s (%s)",
+                             std::string(core::VerificationOutcomeName(r->outcome)), r->reason,
+                             out.directions);
   return out;
 }
 

@@ -2,7 +2,10 @@
 // whether the claim (epsilon, delta_est / tau) holds for a ledger.
 //
 // 1. The EVR Monte Carlo verifier (core/evr/verifier.h) with fresh OS-entropy randomness:
-//    accepted -> the release is (epsilon, delta_est/tau)-DP, Guarantee kStatistical.
+//    accepted -> the release is (epsilon, delta_est/tau)-DP, Guarantee kStatistical
+//    (kCertified when every direction was certified by PLD instead of sampled). The
+//    outcome's `directions` (and the record's note) say how each direction was verified:
+//    "remove: sampled 18231 paths (tilt); add: certified by pld upper bound 3.1e-12".
 // 2. When EVR does not accept (rejected, refused for its sample/time budget, or a step
 //    without a proven moment bound), a CERTIFIED accountant decides instead: accept iff
 //    its certified upper bound on delta(epsilon) is <= delta_est/tau (verifier
@@ -34,6 +37,9 @@ struct VerifyInput {
   std::string admitting_accountant;          // tried first by the certified fallback
   bool use_mc = true;                        // run the EVR Monte Carlo verifier first
   double mc_max_seconds = 60;                // EVR predicted-time cap; beyond it: fallback
+  // EVR settles a direction whose PLD certified delta is <= its threshold T without
+  // sampling (core/evr/verifier.h explains why the statement stays sound).
+  bool certify_directions = true;
   core::AccountantOptions accountant_options;
 };
 
@@ -51,6 +57,7 @@ struct VerifyOutcome {
   double delta_hat = 0;                      // MC estimate, or the certified delta upper bound
   double threshold = 0;                      // accept iff delta_hat <= threshold
   bool mc_attempted = false;                 // EVR drew verification samples (FP exposure)
+  std::string directions;                    // EVR: how each direction was verified
 };
 
 // Errors: INVALID_ARGUMENT for bad parameters (naming epsilon / delta_est / tau / rho);

@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "server/sqlite_fault_vfs.h"
 #include "server/sqlite_schema.h"
 #include "server/sqlite_util.h"
 #include "spdlog/spdlog.h"
@@ -25,7 +27,8 @@ absl::StatusOr<sqlite3*> OpenConnection(const SqliteStoreOptions& options, bool 
   sqlite3* db = nullptr;
   const int flags = (writer ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY) |
                     SQLITE_OPEN_NOMUTEX;
-  const int rc = sqlite3_open_v2(options.path.c_str(), &db, flags, nullptr);
+  const int rc = sqlite3_open_v2(options.path.c_str(), &db, flags,
+                                 options.vfs.empty() ? nullptr : options.vfs.c_str());
   if (rc != SQLITE_OK) {
     absl::Status s = Error(db, rc, absl::StrFormat("open '%s'", options.path));
     sqlite3_close(db);
@@ -37,7 +40,7 @@ absl::StatusOr<sqlite3*> OpenConnection(const SqliteStoreOptions& options, bool 
 }
 
 // WAL with synchronous=FULL: each COMMIT fsyncs the WAL, so Apply's OK means durable.
-absl::Status ConfigureWriter(sqlite3* db) {
+absl::Status ConfigureWriter(sqlite3* db, const SqliteStoreOptions& options) {
   Stmt wal(db, "PRAGMA journal_mode=WAL");
   if (!wal.status().ok()) return wal.status();
   if (wal.Step() != SQLITE_ROW) return Error(db, sqlite3_errcode(db), "journal_mode");
@@ -46,6 +49,9 @@ absl::Status ConfigureWriter(sqlite3* db) {
         absl::StrFormat("sqlite: journal_mode WAL refused (got '%s')", wal.Text(0)));
   }
   if (absl::Status s = Exec(db, "PRAGMA synchronous=FULL"); !s.ok()) return s;
+  if (options.wal_autocheckpoint_pages > 0) {
+    sqlite3_wal_autocheckpoint(db, options.wal_autocheckpoint_pages);
+  }
   return Exec(db, "PRAGMA foreign_keys=OFF");
 }
 
@@ -137,8 +143,17 @@ std::string Sql(std::string_view fmt_prefix, std::string_view columns, std::stri
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStoreOptions& options) {
-  if (options.path.empty()) return absl::InvalidArgumentError("sqlite path must not be empty");
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
+    const SqliteStoreOptions& given) {
+  if (given.path.empty()) return absl::InvalidArgumentError("sqlite path must not be empty");
+  SqliteStoreOptions options = given;
+  if (const char* faults = std::getenv("DPL_TEST_IO_FAULT_FILE"); faults && *faults) {
+    spdlog::warn("DPL_TEST_IO_FAULT_FILE is set: the store's I/O goes through the "
+                 "fault-injecting test VFS, faults read from '{}'",
+                 faults);
+    SqliteFaultVfs::Get().SetControlFile(faults);
+    options.vfs = SqliteFaultVfs::kName;
+  }
   std::unique_ptr<SqliteStore> store(new SqliteStore());
   const std::string lock_path = options.path + ".lock";
   store->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -157,7 +172,7 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteStore
   store->write_db_ = *w;
   // Integrity first: a damaged file must not be migrated or served.
   if (absl::Status s = store->CheckIntegrity(options.full_check); !s.ok()) return s;
-  if (absl::Status s = ConfigureWriter(store->write_db_); !s.ok()) return s;
+  if (absl::Status s = ConfigureWriter(store->write_db_, options); !s.ok()) return s;
   absl::StatusOr<int> version = sqlite::Migrate(store->write_db_, kSqliteSchemaVersion);
   if (!version.ok()) return version.status();
   store->schema_version_ = *version;

@@ -39,6 +39,13 @@ struct SqliteStoreOptions {
   // Serve a database that has lost acknowledged data (store_mark.h) instead of refusing;
   // logs what was lost and rewrites the mark.
   bool accept_data_loss = false;
+  // SQLite VFS of both connections; "" the default. Tests name SqliteFaultVfs::kName
+  // (sqlite_fault_vfs.h). Open also uses that VFS when the environment variable
+  // DPL_TEST_IO_FAULT_FILE is set (end-to-end fault tests), reading the fault from that file.
+  std::string vfs = {};
+  // WAL pages after which a commit checkpoints into the database file; 0: SQLite's default
+  // (1000). Fault tests set a few pages so that faults also hit checkpoints.
+  int wal_autocheckpoint_pages = 0;
 };
 
 // The newest schema version this binary writes.
@@ -46,7 +53,7 @@ inline constexpr int kSqliteSchemaVersion = 5;
 
 class SqliteStore final : public Store {
  public:
-  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const SqliteStoreOptions& options);
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const SqliteStoreOptions& given);
   ~SqliteStore() override;
 
   std::string_view Backend() const override { return "sqlite"; }

@@ -9,6 +9,7 @@
 
 #include "core/util/test_support.h"
 #include "gtest/gtest.h"
+#include "server/sqlite_util.h"
 #include "server/test_util.h"
 
 namespace dpledger::server {
@@ -28,6 +29,31 @@ std::string Pragma(const std::string& path, const std::string& pragma) {
   sqlite3_finalize(st);
   sqlite3_close(db);
   return out;
+}
+
+// Issue 16: a full disk is RESOURCE_EXHAUSTED, other I/O and locking problems UNAVAILABLE.
+TEST(SqliteError, MapsResultCodesToStatusCodes) {
+  const struct {
+    int rc;
+    absl::StatusCode code;
+  } kCases[] = {
+      {SQLITE_FULL, absl::StatusCode::kResourceExhausted},
+      {SQLITE_BUSY, absl::StatusCode::kUnavailable},
+      {SQLITE_LOCKED, absl::StatusCode::kUnavailable},
+      {SQLITE_IOERR_WRITE, absl::StatusCode::kUnavailable},
+      {SQLITE_IOERR_FSYNC, absl::StatusCode::kUnavailable},
+      {SQLITE_READONLY, absl::StatusCode::kUnavailable},
+      {SQLITE_CORRUPT, absl::StatusCode::kDataLoss},
+      {SQLITE_NOTADB, absl::StatusCode::kDataLoss},
+      {SQLITE_CONSTRAINT_UNIQUE, absl::StatusCode::kAlreadyExists},
+      {SQLITE_MISUSE, absl::StatusCode::kInternal},
+  };
+  for (const auto& c : kCases) {
+    const absl::Status s = sqlite::Error(nullptr, c.rc, "commit");
+    EXPECT_EQ(s.code(), c.code) << c.rc << ": " << s;
+    EXPECT_THAT(s.message(), HasSubstr("sqlite commit: "));
+  }
+  EXPECT_THAT(sqlite::Error(nullptr, SQLITE_FULL, "commit").message(), HasSubstr("full"));
 }
 
 TEST(SqliteStore, UsesWalAndTheCurrentSchemaVersion) {

@@ -12,8 +12,9 @@
 
 namespace dpledger::server::sqlite {
 
-// Maps an SQLite result code to a status: damage is DATA_LOSS, I/O and locking problems are
-// UNAVAILABLE (a retry may succeed), everything else INTERNAL.
+// Maps an SQLite result code to a status: damage is DATA_LOSS, a full disk (or a short
+// write, which the unix VFS reports as SQLITE_FULL) RESOURCE_EXHAUSTED, I/O and locking
+// problems UNAVAILABLE (a retry may succeed), everything else INTERNAL.
 inline absl::Status Error(sqlite3* db, int rc, std::string_view what) {
   const std::string msg = absl::StrFormat("sqlite %s: %s (code %d)", std::string(what),
                                           db ? sqlite3_errmsg(db) : sqlite3_errstr(rc), rc);
@@ -21,10 +22,11 @@ inline absl::Status Error(sqlite3* db, int rc, std::string_view what) {
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
       return absl::DataLossError(msg);
+    case SQLITE_FULL:
+      return absl::ResourceExhaustedError(msg);
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
     case SQLITE_IOERR:
-    case SQLITE_FULL:
     case SQLITE_CANTOPEN:
     case SQLITE_PROTOCOL:
     case SQLITE_READONLY:

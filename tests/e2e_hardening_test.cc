@@ -485,6 +485,10 @@ TEST_F(HardeningTest, Issue11OverloadIsShedAndRecovers) {
   ASSERT_FALSE(all_ms.empty());
   EXPECT_LT(all_ms[all_ms.size() * 99 / 100], 5000) << "admitted p99 (ms)";
   EXPECT_EQ(calm_ok, 20);
+  // Figures for README "Reliability" (issue 16): offered and served calls/s, admitted p99.
+  RecordProperty("offered_per_s", absl::StrFormat("%.0f", (total_acked + shed) / seconds));
+  RecordProperty("served_per_s", absl::StrFormat("%.1f", total_acked / seconds));
+  RecordProperty("admitted_p99_ms", absl::StrFormat("%.1f", all_ms[all_ms.size() * 99 / 100]));
 
   // Recovers once the load drops.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));

@@ -216,8 +216,9 @@ TEST(OfflineCli, CalibrateFindsTheClosedFormNoiseAndTakesTheAccountantFlags) {
 // 1200 Gaussian steps, sigma 70 (the paper's setting): mu = sqrt(1200)/70, and the
 // closed form gives delta(1) = 6.396e-3. At tau 0.9 the verifier needs ~1.8e6 samples.
 TEST(OfflineCli, VerifyAcceptsTheTrueDeltaAndPrintsTheContractedFields) {
+  // --certify none: PLD would certify this claim without sampling (next test).
   Json j = RunJson({"verify", "--epsilon", "1", "--delta-est", "6.4e-3", "--tau", "0.9",
-                    "--step", "gaussian:sigma=70,count=1200", "--json"});
+                    "--certify", "none", "--step", "gaussian:sigma=70,count=1200", "--json"});
   EXPECT_EQ(j["accepted"], true) << j;
   for (const char* key : {"reason", "samples", "threshold", "delta_hat", "backend", "seconds"}) {
     EXPECT_TRUE(j.contains(key)) << key << " missing in " << j;
@@ -228,6 +229,38 @@ TEST(OfflineCli, VerifyAcceptsTheTrueDeltaAndPrintsTheContractedFields) {
   // Pure Gaussian ledger: symmetric, so one direction is sampled and drawn in full.
   EXPECT_GT(j["samples"].get<double>(), 1e5);
   EXPECT_EQ(j["samples"], j["samples_planned"]);
+}
+
+// Issue 14 item 3: with the default --certify pld the same claim is certified (PLD's
+// upper bound on delta(1) ~6.40e-3 is below T = 6.96e-3): nothing sampled, no failure
+// probability; the direction says how it was verified.
+TEST(OfflineCli, VerifyCertifiesADirectionThatPldBoundsBelowTheThreshold) {
+  Json j = RunJson({"verify", "--epsilon", "1", "--delta-est", "6.4e-3", "--tau", "0.9",
+                    "--step", "gaussian:sigma=70,count=1200", "--json"});
+  EXPECT_EQ(j["accepted"], true) << j;
+  EXPECT_EQ(j["samples"], 0);
+  EXPECT_EQ(j["guarantee"]["guarantee"], "certified");
+  ASSERT_EQ(j["directions"].size(), 1u);
+  EXPECT_THAT(j["directions"][0]["verified_by"].get<std::string>(),
+              HasSubstr("certified by pld upper bound 0.0064"));
+}
+
+// --plan: per direction the estimator, nu, m and the predicted time, nothing drawn. DP-SGD
+// (sigma 1, q 0.01, 1000 steps) with a false claim in the remove direction (so PLD cannot
+// certify it): remove is planned for sampling, add is certified.
+TEST(OfflineCli, VerifyPlanShowsTheCostBeforeSampling) {
+  Json j = RunJson({"verify", "--plan", "--epsilon", "1.9187", "--delta-est", "2.4e-6", "--tau",
+                    "0.5", "--step", "subsampled_gaussian:sigma=1,q=0.01,count=1000", "--json"});
+  EXPECT_EQ(j["outcome"], "planned") << j;
+  EXPECT_EQ(j["samples"], 0);
+  ASSERT_EQ(j["directions"].size(), 2u);
+  const Json& remove = j["directions"][0];
+  EXPECT_EQ(remove["certified"], false);
+  EXPECT_GT(remove["nu"].get<double>(), 0);
+  EXPECT_GT(remove["samples"].get<double>(), 1e3);
+  EXPECT_GT(remove["predicted_seconds"].get<double>(), 0);
+  EXPECT_EQ(j["directions"][1]["certified"], true);
+  EXPECT_EQ(j["directions"][1]["predicted_seconds"], 0);
 }
 
 TEST(OfflineCli, VerifyRejectsAClearUnderestimate) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -20,13 +22,14 @@ constexpr double kInvSqrt2Pi = 0.3989422804014327;
 
 class PldAccountant final : public Accountant {
  public:
-  explicit PldAccountant(const PldOptions& options) : options_(options), engine_(options) {}
+  explicit PldAccountant(const PldOptions& options)
+      : options_(options), engine_(options), add_engine_(options) {}
 
   std::string_view Name() const override { return "pld"; }
   std::unique_ptr<Accountant> Clone() const override {
     return std::make_unique<PldAccountant>(*this);
   }
-  size_t CacheBytes() const override { return engine_.CacheBytes(); }
+  size_t CacheBytes() const override { return engine_.CacheBytes() + add_engine_.CacheBytes(); }
   std::vector<AnswerDiagnostic> LastDiagnostics() const override { return diagnostics_; }
 
  protected:
@@ -48,6 +51,7 @@ class PldAccountant final : public Accountant {
     absl::Status s = CheckInfiniteMass(delta);
     if (!s.ok()) return s;
     engine_.SetDeadline(deadline());
+    add_engine_.SetDeadline(deadline());
     const Split split = SplitNegligible();
     absl::StatusOr<EpsilonBound> b;
     PldInterval worst;
@@ -79,6 +83,7 @@ class PldAccountant final : public Accountant {
     }
     diagnostics_.clear();
     engine_.SetDeadline(deadline());
+    add_engine_.SetDeadline(deadline());
     const Split split = SplitNegligible();
     // As in ComputeEpsilon: delta_R(eps) <= delta(eps) <= delta_R(eps) + d.
     const bool drop = split.rest.size() < events().size();
@@ -86,18 +91,18 @@ class PldAccountant final : public Accountant {
     DeltaBound b{0, 0, 0, Guarantee::kCertified, 0};
     PldInterval worst;
     if (!ledger.empty()) {
-      absl::StatusOr<PldInterval> rem = engine_.Delta(ledger, Direction::kRemove, epsilon);
-      if (!rem.ok()) return rem.status();
-      b.lower = rem->lower;
-      b.upper = rem->upper;
-      worst = *rem;
-      if (AsymmetricLedger(ledger)) {
-        absl::StatusOr<PldInterval> add =
-            engine_.Delta(ledger, Direction::kAdd, epsilon, rem->lower);
-        if (!add.ok()) return add.status();
-        b.lower = std::max(b.lower, add->lower);
-        b.upper = std::max(b.upper, add->upper);
-        if (add->upper > rem->upper) worst = *add;
+      absl::StatusOr<Directions> d = BothDirections(ledger, [&](PldEngine& e, Direction dir,
+                                                                double dominated_below) {
+        return e.Delta(ledger, dir, epsilon, dominated_below);
+      });
+      if (!d.ok()) return d.status();
+      b.lower = d->rem.lower;
+      b.upper = d->rem.upper;
+      worst = d->rem;
+      if (d->add) {
+        b.lower = std::max(b.lower, d->add->lower);
+        b.upper = std::max(b.upper, d->add->upper);
+        if (d->add->upper > d->rem.upper) worst = *d->add;
       }
     }
     if (drop) b.upper = std::min(1.0, b.upper + split.negligible_delta);
@@ -154,13 +159,53 @@ class PldAccountant final : public Accountant {
   // the direction with the larger upper end).
   absl::StatusOr<PldInterval> Interval(std::span<const MechanismEvent> ledger,
                                        double delta) const {
-    absl::StatusOr<PldInterval> rem = engine_.Epsilon(ledger, Direction::kRemove, delta);
-    if (!rem.ok() || !AsymmetricLedger(ledger)) return rem;
-    absl::StatusOr<PldInterval> add = engine_.Epsilon(ledger, Direction::kAdd, delta, rem->lower);
+    absl::StatusOr<Directions> d =
+        BothDirections(ledger, [&](PldEngine& e, Direction dir, double dominated_below) {
+          return e.Epsilon(ledger, dir, delta, dominated_below);
+        });
+    if (!d.ok()) return d.status();
+    if (!d->add) return d->rem;
+    PldInterval out = d->add->upper > d->rem.upper ? *d->add : d->rem;
+    out.lower = std::max(d->rem.lower, d->add->lower);
+    out.upper = std::max(d->rem.upper, d->add->upper);
+    return out;
+  }
+
+  // The remove direction's interval and, for an asymmetric ledger, the add
+  // direction's. With two or more hardware threads the two run at once, each on its
+  // own engine (an engine is not thread-safe; FFTW execution and planning under its
+  // lock are), so a query takes the longer of the two rather than their sum. The add
+  // direction then cannot stop at the remove direction's lower end
+  // (dominated_below): it may refine further, which changes neither end of the
+  // answer (when it would have stopped, its upper end is below the remove
+  // direction's lower end, so the maxima below are the remove direction's).
+  struct Directions {
+    PldInterval rem;
+    std::optional<PldInterval> add;
+  };
+  template <typename Query>
+  absl::StatusOr<Directions> BothDirections(std::span<const MechanismEvent> ledger,
+                                            Query query) const {
+    Directions out;
+    if (!AsymmetricLedger(ledger)) {
+      absl::StatusOr<PldInterval> rem = query(engine_, Direction::kRemove, 0.0);
+      if (!rem.ok()) return rem.status();
+      out.rem = *rem;
+      return out;
+    }
+    absl::StatusOr<PldInterval> rem, add;
+    if (std::thread::hardware_concurrency() > 1) {
+      std::thread other([&] { add = query(add_engine_, Direction::kAdd, 0.0); });
+      rem = query(engine_, Direction::kRemove, 0.0);
+      other.join();
+    } else {
+      rem = query(engine_, Direction::kRemove, 0.0);
+      if (rem.ok()) add = query(add_engine_, Direction::kAdd, rem->lower);
+    }
+    if (!rem.ok()) return rem.status();
     if (!add.ok()) return add.status();
-    PldInterval out = add->upper > rem->upper ? *add : *rem;
-    out.lower = std::max(rem->lower, add->lower);
-    out.upper = std::max(rem->upper, add->upper);
+    out.rem = *rem;
+    out.add = *add;
     return out;
   }
 
@@ -206,7 +251,8 @@ class PldAccountant final : public Accountant {
   }
 
   PldOptions options_;
-  mutable PldEngine engine_;
+  mutable PldEngine engine_;      // the remove direction (and symmetric ledgers)
+  mutable PldEngine add_engine_;  // the add direction
   template <typename Bound>
   struct Memo {
     double query;

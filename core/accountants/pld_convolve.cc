@@ -54,6 +54,14 @@ double Kappa(int64_t n) { return 16 * kU * (std::log2(static_cast<double>(n)) + 
 // kappa ||x||_1, plus a few ulps of ||x||_1 for the rounding of the tilted input.
 double SpectrumError(const Spectrum& s) { return (Kappa(s.n) + 4 * kU) * s.l1; }
 
+// |z| rounded up: sqrt(re^2 + im^2) is within 2u of |z| unless the squares lose
+// range (then hypot, within 1 ulp); 4u covers either.
+double Magnitude(std::complex<double> z) {
+  const double nrm = z.real() * z.real() + z.imag() * z.imag();
+  const double r = nrm > 1e-290 && nrm < 1e290 ? std::sqrt(nrm) : std::hypot(z.real(), z.imag());
+  return r * (1 + 4 * kU);
+}
+
 // Below e^{kLogNegligible} a composed frequency is dropped (its error bound stays).
 constexpr double kLogNegligible = -200;
 constexpr double kULong = std::numeric_limits<long double>::epsilon() / 2;
@@ -81,13 +89,42 @@ PowResult Pow(std::complex<double> z, int64_t k) {
   return {std::polar(std::exp(lm), static_cast<double>(ang)), rel};
 }
 
+// Largest power taken by repeated squaring (its bound below needs k u <= 1e-10).
+constexpr int64_t kMaxSquaringPower = int64_t{1} << 20;
+
+// z^k by repeated squaring, about 4x faster than the polar form (no transcendental).
+// A complex product of values with relative errors a and b is within a + b + ab +
+// sqrt(2) gamma_2 (1 + a)(1 + b) of the exact one (Higham 2002, Lemma 3.5: the usual
+// formula is within sqrt(2) gamma_2 |x||y|); by induction over the squarings and
+// products, z^m is within (m - 1) 2.9u for m <= kMaxSquaringPower (the second-order
+// terms are below 1% of it), so 3u k bounds it. |z| <= 1 (up to rounding), so every
+// intermediate power is at least |z|^k in modulus: when the result is far above the
+// double range's floor, nothing underflowed; otherwise the polar form is used.
+PowResult PowBySquaring(std::complex<double> z, int64_t k) {
+  if (k > kMaxSquaringPower) return Pow(z, k);
+  double re = 1, im = 0, br = z.real(), bi = z.imag();
+  for (int64_t e = k;;) {
+    if (e & 1) {
+      const double r = re * br - im * bi;
+      im = re * bi + im * br;
+      re = r;
+    }
+    e >>= 1;
+    if (e == 0) break;
+    const double r = br * br - bi * bi;
+    bi = 2 * br * bi;
+    br = r;
+  }
+  if (!(re * re + im * im > 1e-280)) return Pow(z, k);
+  return {{re, im}, 3 * kU * static_cast<double>(k)};
+}
+
 }  // namespace
 
 Spectrum ComputeSpectrum(const TiltedPmf& pmf, int64_t n) {
   DPL_CHECK(n >= 2 && (n & (n - 1)) == 0);
   const Plans& plans = PlansFor(n);
   FftwArray<double> in(static_cast<size_t>(n));
-  FftwArray<fftw_complex> out(static_cast<size_t>(n / 2 + 1));
   for (int64_t i = 0; i < n; ++i) in.p[i] = 0;
   // Entry i sits at origin + i h; wrapping modulo n keeps the residue of i.
   for (size_t i = 0; i < pmf.w.size(); ++i) in.p[static_cast<int64_t>(i) % n] += pmf.w[i];
@@ -100,9 +137,9 @@ Spectrum ComputeSpectrum(const TiltedPmf& pmf, int64_t n) {
   }
   s.l2 = std::sqrt(l2);
   s.l1 = l1;
-  fftw_execute_dft_r2c(plans.forward, in.p, out.p);
+  // std::complex<double> has fftw_complex's layout; both arrays are fftw_malloc'd.
   s.values.resize(static_cast<size_t>(n / 2 + 1));
-  for (int64_t i = 0; i <= n / 2; ++i) s.values[static_cast<size_t>(i)] = {out.p[i][0], out.p[i][1]};
+  fftw_execute_dft_r2c(plans.forward, in.p, reinterpret_cast<fftw_complex*>(s.values.data()));
   return s;
 }
 
@@ -124,22 +161,35 @@ CircularPmf ComposeCircular(const std::vector<SpectrumPower>& parts) {
     rel_norm += 10 * k * kU + 2 * kU;
   }
   std::vector<double> log_rho(parts.size());
+  double total_count = 0;
+  for (const SpectrumPower& part : parts) total_count += static_cast<double>(part.count);
+  // A negligible frequency (below) is off by at most (sum_e k_e + 1) e^{kLogNegligible}.
+  const double negligible_err = (total_count + 1) * std::exp(kLogNegligible);
   for (size_t i = 0; i < m; ++i) {
-    std::complex<double> c = 1;
-    double rel = 0, log_rho_sum = 0;
+    double log_rho_sum = 0;
     for (size_t e = 0; e < parts.size(); ++e) {
       const Spectrum& s = *parts[e].spectrum;
       // |A_j| and |Ahat_j| are both <= rho = |Ahat_j| + the transform's error bound.
-      log_rho[e] = std::log(std::abs(s.values[i]) * (1 + 2 * kU) + SpectrumError(s));
+      log_rho[e] = std::log(Magnitude(s.values[i]) + SpectrumError(s));
       log_rho_sum += static_cast<double>(parts[e].count) * log_rho[e];
     }
-    // Where |C_j| <= e^{log_rho_sum} is negligible, C_j is taken as 0 (error |C_j|)
-    // and the costly powers are skipped: most frequencies of a long composition.
-    const bool negligible = log_rho_sum < kLogNegligible;
-    for (size_t e = 0; e < parts.size() && !negligible; ++e) {
+    const double weight = (i == 0 || 2 * i == static_cast<size_t>(n)) ? 1 : 2;
+    // Where |C_j| <= e^{log_rho_sum} is negligible, C_j is taken as 0 and the costly
+    // powers are skipped (most frequencies of a long composition). Its error, |C_j|
+    // plus sum_e k_e |A_e - Ahat_e| rho_e^{k_e - 1} prod_{f != e} rho_f^{k_f} (below),
+    // is at most (sum_e k_e + 1) e^{log_rho_sum}, as |A_e - Ahat_e| <= rho_e.
+    if (log_rho_sum < kLogNegligible) {
+      prod.p[i][0] = 0;
+      prod.p[i][1] = 0;
+      sum_err += weight * negligible_err;
+      continue;
+    }
+    std::complex<double> c = 1;
+    double rel = 0;
+    for (size_t e = 0; e < parts.size(); ++e) {
       const std::complex<double> z = parts[e].spectrum->values[i];
       if (parts[e].count > 1) {
-        const PowResult p = Pow(z, parts[e].count);
+        const PowResult p = PowBySquaring(z, parts[e].count);
         c *= p.value;
         rel += p.rel_err + 4 * kU;  // and the complex product
       } else {
@@ -147,7 +197,6 @@ CircularPmf ComposeCircular(const std::vector<SpectrumPower>& parts) {
         rel += 4 * kU;
       }
     }
-    if (negligible) c = 0, rel = 1;
     prod.p[i][0] = c.real();
     prod.p[i][1] = c.imag();
     // |prod A^k - prod Ahat^k| <= sum_e k_e |A_e - Ahat_e| rho_e^{k_e - 1}
@@ -158,19 +207,17 @@ CircularPmf ComposeCircular(const std::vector<SpectrumPower>& parts) {
       err += k * SpectrumError(*parts[e].spectrum) * std::exp(log_rho_sum - log_rho[e]);
     }
     err += rel * std::exp(log_rho_sum);
-    const double weight = (i == 0 || 2 * i == static_cast<size_t>(n)) ? 1 : 2;
     sum_err += weight * err;
     sum_abs += weight * std::abs(c);
   }
-  FftwArray<double> out(static_cast<size_t>(n));
-  fftw_execute_dft_c2r(PlansFor(n).backward, prod.p, out.p);
   CircularPmf r;
   r.w.resize(static_cast<size_t>(n));
+  fftw_execute_dft_c2r(PlansFor(n).backward, prod.p, r.w.data());
   const double scale = 1.0 / static_cast<double>(n);  // exact: n is a power of 2
   double c2 = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    r.w[static_cast<size_t>(i)] = out.p[i] * scale;
-    c2 += r.w[static_cast<size_t>(i)] * r.w[static_cast<size_t>(i)];
+  for (double& x : r.w) {
+    x *= scale;
+    c2 += x * x;
   }
   c2 = std::sqrt(c2);
   // Componentwise: each output is (1/n) sum_j e^{..} C_j, so the spectrum errors

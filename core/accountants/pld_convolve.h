@@ -17,11 +17,14 @@
 // factor 2 for safety). Two bounds on the composed entries are formed and the
 // smaller is used:
 //  * normwise: with ||A||_inf <= ||a||_1 = 1, |A^k - Ahat^k| <= k |A - Ahat| (1 +
-//    ...)^k, and pow() adds k u (|log z| + 6) relative error;
+//    ...)^k, and the power adds at most k u (|log z| + 6) relative error (3uk by
+//    repeated squaring, see the .cc);
 //  * componentwise, per frequency: |A^k - Ahat^k| <= k rho^{k-1} |A - Ahat| with
 //    rho = |Ahat| + kappa ||a||_1, so spectrum errors are damped wherever |A| < 1
-//    (all but the lowest frequencies of a spread-out law), the powers are taken in
-//    long double with a per-frequency bound, and each output entry, a 1/N-weighted
+//    (all but the lowest frequencies of a spread-out law), the powers are taken by
+//    repeated squaring (or in long-double polar form for huge counts) with a
+//    per-frequency bound, negligible frequencies (|C_j| <= e^{-200}) are set to 0
+//    with their error bounded, and each output entry, a 1/N-weighted
 //    sum over frequencies, is off by at most (1/N) sum_j (|C_j - Chat_j| + kappa
 //    |Chat_j|). This keeps the bound near u times the composed law's peak, which is
 //    what tiny deltas in a valley of the tilted law (rare sampled steps) need.
@@ -35,6 +38,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/accountants/pld_fftw_buffer.h"
 #include "core/accountants/pld_grid.h"
 
 namespace dpledger::core {
@@ -42,7 +46,7 @@ namespace dpledger::core {
 // The transform of a tilted PMF wrapped onto n points (n a power of 2, >= 2).
 struct Spectrum {
   int64_t n = 0;
-  std::vector<std::complex<double>> values;  // n/2 + 1 (real-input transform)
+  FftwVector<std::complex<double>> values;  // n/2 + 1 (real-input transform)
   double l2 = 0;                             // ||w||_2 of the wrapped input
   double l1 = 0;                             // ||w||_1 of the wrapped input
 };
@@ -57,7 +61,7 @@ struct SpectrumPower {
 // sum_e count_e * origin_e + (j + m n) h, m any integer; err bounds every entry's
 // absolute round-off. Spectra must all have the same n.
 struct CircularPmf {
-  std::vector<double> w;
+  FftwVector<double> w;
   double err = 0;
 };
 CircularPmf ComposeCircular(const std::vector<SpectrumPower>& parts);

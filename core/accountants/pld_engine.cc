@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 #include <cstdlib>
+#include <limits>
 
 #include "absl/strings/str_format.h"
 #include "core/accountants/pld_window.h"
@@ -18,12 +19,17 @@ namespace {
 // Tighter precision targets lower it (PldEngine::TruncationShare).
 constexpr double kTruncationShare = 1e-4;
 // Tilted mass allowed to wrap around the FFT circle, relative to the height of the
-// composed tilted law (about h / sd): far below its FFT round-off.
+// composed tilted law (about h / sd). It is above the FFT round-off (~1e-16 of the
+// peak) and is charged to both bounds (pld_window.h: wrap-around), so it costs width only.
 constexpr double kWrapShare = 1e-12;
 // Step-tail masses are kept within these (powers of 10, for cache reuse).
 constexpr double kMinStepTail = 1e-250, kMaxStepTail = 1e-10;
 // When a first grid does not fit max_grid_points, coarsen this many times.
 constexpr int kMaxCoarsenings = 8;
+constexpr double kU = std::numeric_limits<double>::epsilon() / 2;
+// NarrowWindowTilt's bound on the share of the precision target that a smaller
+// tilt's FFT round-off may take.
+constexpr double kRoundOffShare = 0.05;
 // Finest first grid step (nats). Steps are chosen from the ledger's spread, which
 // is ~1e-300 for sigma = 1e300 or pure_dp epsilon = 1e-300 (issue 11: a zero step
 // hung InitialStep's doubling loop); 2^-40 nats is far below any budget's
@@ -104,38 +110,119 @@ absl::StatusOr<std::shared_ptr<const Spectrum>> PldEngine::SpectrumFor(const Spe
   return std::shared_ptr<const Spectrum>(s);
 }
 
-absl::StatusOr<ComposedWindow> PldEngine::ComposeSide(std::span<const MechanismEvent> events,
-                                                      Direction direction, const PldPlan& plan,
-                                                      double h, double tail, double log_budget,
-                                                      PldSide side) {
-  std::vector<TiltKey> keys;
-  std::vector<std::shared_ptr<const TiltEntry>> held;
-  std::vector<WindowPart> parts;
+absl::StatusOr<PldEngine::SideParts> PldEngine::PartsFor(std::span<const MechanismEvent> events,
+                                                         Direction direction, const PldPlan& plan,
+                                                         double h, double tail, PldSide side) {
+  SideParts sp;
   for (const MechanismEvent& e : events) {
     TiltKey key{{e.mechanism, LawDirection(e.mechanism, direction), h, tail}, plan.tilt, side};
     absl::StatusOr<std::shared_ptr<const TiltEntry>> t = Tilted(key);
     if (!t.ok()) return t.status();
-    held.push_back(*t);
-    keys.push_back(key);
-    parts.push_back({&(*t)->pmf, &(*t)->tilted, (*t)->mean0, (*t)->var0, e.count});
+    sp.held.push_back(*t);
+    sp.keys.push_back(key);
+    sp.parts.push_back({&(*t)->pmf, &(*t)->tilted, (*t)->mean0, (*t)->var0, e.count});
   }
-  if (absl::Status s = deadline_.Check("pld: composing the ledger"); !s.ok()) return s;
+  return sp;
+}
+
+absl::StatusOr<WindowPlan> PldEngine::WindowFor(const SideParts& sp, const PldPlan& plan, double h,
+                                                double log_budget) const {
   WindowBudget budget;
   budget.log_untilted = log_budget;
   budget.log_wrap = std::log(kWrapShare * h / std::max(plan.sd, h));
-  absl::StatusOr<WindowPlan> wp = PlanWindow(parts, h, plan.tilt, budget, options_.max_grid_points);
+  return PlanWindow(sp.parts, h, plan.tilt, budget, options_.max_grid_points);
+}
+
+absl::StatusOr<ComposedWindow> PldEngine::ComposeSide(std::span<const MechanismEvent> events,
+                                                      Direction direction, const PldPlan& plan,
+                                                      double h, double tail, double log_budget,
+                                                      PldSide side) {
+  absl::StatusOr<SideParts> sp = PartsFor(events, direction, plan, h, tail, side);
+  if (!sp.ok()) return sp.status();
+  if (absl::Status s = deadline_.Check("pld: composing the ledger"); !s.ok()) return s;
+  absl::StatusOr<WindowPlan> wp = WindowFor(*sp, plan, h, log_budget);
   if (!wp.ok()) return wp.status();
   std::vector<std::shared_ptr<const Spectrum>> spectra;
   std::vector<SpectrumPower> powers;
-  for (size_t i = 0; i < keys.size(); ++i) {
+  for (size_t i = 0; i < sp->keys.size(); ++i) {
     if (absl::Status s = deadline_.Check("pld: transforming a step"); !s.ok()) return s;
-    absl::StatusOr<std::shared_ptr<const Spectrum>> s = SpectrumFor({keys[i], wp->n});
+    absl::StatusOr<std::shared_ptr<const Spectrum>> s = SpectrumFor({sp->keys[i], wp->n});
     if (!s.ok()) return s.status();
     spectra.push_back(*s);
-    powers.push_back({spectra.back().get(), parts[i].count});
+    powers.push_back({spectra.back().get(), sp->parts[i].count});
   }
-  const CircularPmf circular = ComposeCircular(powers);
-  return AssembleWindow(*wp, circular, parts, side);
+  return AssembleWindow(*wp, ComposeCircular(powers), sp->parts, side);
+}
+
+// Why a smaller tilt: the tilt only decides where FFT round-off is smallest and how
+// wide the window is, never validity (pld_window.h). The tilt that centres the grid
+// law on epsilon can make its upper tail heavy (rare sampled steps: the tilted law
+// has a Poisson number of jumps to the top of the step grids), so the window spans
+// ~20 nats where the law's spread is ~1 (1e4 DP-SGD steps, q = 1e-3: 262144 points
+// instead of 65536). A smaller tilt t is taken when its window needs fewer points
+// and its round-off is still negligible, estimated as follows. The round-off bound
+// on each composed entry is about k kappa(n) times the tilted peak h / (sd sqrt(2 pi))
+// (k steps, pld_convolve.h); the pessimistic curve adds it to every entry above
+// epsilon, untilted by e^{K(t) - t l}, which sums to about k kappa(n) e^{K(t) - t eps}
+// / (sqrt(2 pi) sd t). Relative to delta it is at most that over delta, as the
+// tilted mass above epsilon is at least e^{t eps - K(t)} delta. t is taken when this
+// share is below kRoundOffShare of the precision target (5%: the interval is then
+// the same to a few percent of its width, in practice to ~1e-7 relative).
+absl::StatusOr<PldPlan> PldEngine::NarrowWindowTilt(std::span<const MechanismEvent> events,
+                                                    Direction direction, const PldPlan& plan,
+                                                    double h, double log_delta_target,
+                                                    double epsilon, double accuracy,
+                                                    double log_delta) {
+  if (!(plan.tilt > 0)) return plan;
+  const double tail = StepTail(plan, log_delta_target);
+  const double log_budget = std::log(TruncationShare()) + log_delta_target;
+  constexpr int64_t kNoFit = std::numeric_limits<int64_t>::max();
+  struct Size {
+    int64_t n;  // FFT size of the pessimistic window (kNoFit above the grid cap)
+    double k;   // K(tilt) of the pessimistic grid laws
+  };
+  // Also sets p's centre and spread from the same tilted grid laws.
+  auto size_at = [&](PldPlan& p) -> absl::StatusOr<Size> {
+    absl::StatusOr<SideParts> sp = PartsFor(events, direction, p, h, tail, PldSide::kPessimistic);
+    if (!sp.ok()) return sp.status();
+    double center = 0, var = 0, k = 0;
+    for (const WindowPart& part : sp->parts) {
+      const double c = static_cast<double>(part.count);
+      center += c * part.tilted->mean;
+      var += c * part.tilted->var;
+      k += c * part.tilted->log_norm;
+    }
+    p.center = center;
+    p.sd = std::sqrt(var);
+    absl::StatusOr<WindowPlan> wp = WindowFor(*sp, p, h, log_budget);
+    if (!wp.ok()) {
+      if (wp.status().code() == absl::StatusCode::kOutOfRange) return Size{kNoFit, k};
+      return wp.status();
+    }
+    return Size{wp->n, k};
+  };
+  PldPlan top = plan;
+  absl::StatusOr<Size> top_size = size_at(top);
+  if (!top_size.ok()) return top_size.status();
+  PldPlan best = plan;
+  int64_t best_n = top_size->n;
+  // The share of delta that round-off adds at p's tilt (see above).
+  auto round_off_share = [&](const PldPlan& p, const Size& size) {
+    const double kappa = 16 * kU * (std::log2(static_cast<double>(size.n)) + 2);
+    return plan.num_steps * kappa * std::exp(size.k - p.tilt * epsilon - log_delta) /
+           (2.5 * std::max(p.sd, h) * std::max(p.tilt, 1.0));
+  };
+  for (double scale : {std::sqrt(0.5), 0.5}) {
+    PldPlan p = plan;
+    p.tilt = plan.tilt * scale;
+    absl::StatusOr<Size> size = size_at(p);
+    if (!size.ok()) return size.status();
+    if (size->n < best_n && round_off_share(p, *size) <= kRoundOffShare * accuracy) {
+      best = p;
+      best_n = size->n;
+    }
+  }
+  return best;
 }
 
 double PldEngine::TruncationShare() const {
@@ -209,17 +296,32 @@ absl::StatusOr<PldPlan> PldEngine::PlanOnGrid(std::span<const MechanismEvent> ev
 
 absl::StatusOr<PldEngine::Curves> PldEngine::Compute(std::span<const MechanismEvent> events,
                                                      Direction direction, const PldPlan& plan,
-                                                     double h, double log_delta_target) {
+                                                     double h, double log_delta_target,
+                                                     bool with_opt) {
   const double log_budget = std::log(TruncationShare()) + log_delta_target;
   const double tail = StepTail(plan, log_delta_target);
   absl::StatusOr<ComposedWindow> pess =
       ComposeSide(events, direction, plan, h, tail, log_budget, PldSide::kPessimistic);
   if (!pess.ok()) return pess.status();
+  Curves c{PldCurve(*pess), std::nullopt, static_cast<int64_t>(pess->w.size()), pess->outside,
+           tail};
+  if (with_opt) {
+    if (absl::Status s = AddOptimistic(events, direction, plan, h, log_delta_target, &c); !s.ok()) {
+      return s;
+    }
+  }
+  return c;
+}
+
+absl::Status PldEngine::AddOptimistic(std::span<const MechanismEvent> events,
+                                      Direction direction, const PldPlan& plan, double h,
+                                      double log_delta_target, Curves* c) {
+  const double log_budget = std::log(TruncationShare()) + log_delta_target;
   absl::StatusOr<ComposedWindow> opt =
-      ComposeSide(events, direction, plan, h, tail, log_budget, PldSide::kOptimistic);
+      ComposeSide(events, direction, plan, h, c->tail, log_budget, PldSide::kOptimistic);
   if (!opt.ok()) return opt.status();
-  return Curves{PldCurve(*pess), PldCurve(*opt), static_cast<int64_t>(pess->w.size()),
-                pess->outside, tail};
+  c->opt.emplace(*opt);
+  return absl::OkStatus();
 }
 
 double PldEngine::InitialStep(std::span<const MechanismEvent> events, Direction direction,
@@ -274,7 +376,7 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
   bool have = false, retargeted = false, replanned = false;
   int coarsenings = 0;
   for (int r = 0; r <= (fixed ? 0 : options_.max_refinements);) {
-    absl::StatusOr<Curves> c = Compute(events, direction, *plan, h, log_target);
+    absl::StatusOr<Curves> c = Compute(events, direction, *plan, h, log_target, replanned);
     if (!c.ok()) {
       // Past the deadline a finer grid is abandoned: the coarser interval stands.
       if (have && c.status().code() == absl::StatusCode::kDeadlineExceeded) break;
@@ -296,7 +398,6 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
     }
     h_done = h;
     const double up = std::min(1.0, std::exp(c->pess.LogDelta(epsilon)));
-    const double low = std::min(up, std::exp(c->opt.LogDelta(epsilon)));
     // Truncated mass above a tenth of the delta target (1e-3 of delta by default).
     const double outside_share = 0.1 * options_.delta_relative_accuracy;
     if (!retargeted && c->outside > outside_share * up && up > 0) {
@@ -313,9 +414,19 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
       if (moved) {
         h = std::min(h, InitialStep(events, direction, *plan, std::max(epsilon, plan->sd),
                                     delta_accuracy));
-        continue;
       }
+      absl::StatusOr<PldPlan> narrow =
+          NarrowWindowTilt(events, direction, *plan, h, log_target, epsilon,
+                           options_.delta_relative_accuracy, std::log(up));
+      if (!narrow.ok()) return narrow.status();
+      const bool narrowed = narrow->tilt != plan->tilt;
+      plan = narrow;
+      if (moved || narrowed) continue;
     }
+    // The plan is settled: this grid's optimistic side (a failure is handled as for
+    // the whole grid above, by computing both sides again).
+    if (!c->opt && !AddOptimistic(events, direction, *plan, h, log_target, &*c).ok()) continue;
+    const double low = std::min(up, std::exp(c->opt->LogDelta(epsilon)));
     // Every grid gives a certified interval: keep their intersection, and stop
     // refining once a finer grid no longer narrows it (round-off has taken over).
     const double prev_gap = have ? result.upper - result.lower : kInf;
@@ -358,7 +469,7 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
   double log_target = log_delta;
   int coarsenings = 0;
   for (int r = 0; r <= (fixed ? 0 : options_.max_refinements);) {
-    absl::StatusOr<Curves> c = Compute(events, direction, *plan, h, log_target);
+    absl::StatusOr<Curves> c = Compute(events, direction, *plan, h, log_target, replanned);
     if (!c.ok()) {
       // Past the deadline a finer grid is abandoned: the coarser interval stands.
       if (have && c.status().code() == absl::StatusCode::kDeadlineExceeded) break;
@@ -386,8 +497,6 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       log_target = log_delta + std::log(1e-3) + log_delta - c->pess.log_outside();
       continue;
     }
-    absl::StatusOr<double> low = c->opt.Epsilon(log_delta);
-    if (!low.ok()) return low.status();
     if (!replanned) {
       // The saddle-point guess of epsilon was off, or the exact CGF that guided it
       // is ruled by losses beyond the truncated tails (rare sampled steps: per step
@@ -400,9 +509,18 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       if (moved) {
         h = std::min(h, InitialStep(events, direction, *plan, std::max(plan->center, plan->sd),
                                     accuracy));
-        continue;
       }
+      absl::StatusOr<PldPlan> narrow =
+          NarrowWindowTilt(events, direction, *plan, h, log_target, *up, accuracy, log_delta);
+      if (!narrow.ok()) return narrow.status();
+      const bool narrowed = narrow->tilt != plan->tilt;
+      plan = narrow;
+      if (moved || narrowed) continue;
     }
+    // As in Delta: the optimistic side once the plan is settled.
+    if (!c->opt && !AddOptimistic(events, direction, *plan, h, log_target, &*c).ok()) continue;
+    absl::StatusOr<double> low = c->opt->Epsilon(log_delta);
+    if (!low.ok()) return low.status();
     const double prev_gap = have ? result.upper - result.lower : kInf;
     const double lo = std::min(*low, *up);
     if (!have || *up - lo < prev_gap) result = {lo, *up, h, plan->tilt, c->n};
@@ -441,7 +559,7 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       absl::StatusOr<Curves> c = Compute(events, direction, *alt, result.step, log_target);
       if (!c.ok()) continue;
       absl::StatusOr<double> up = c->pess.Epsilon(log_delta);
-      absl::StatusOr<double> low = c->opt.Epsilon(log_delta);
+      absl::StatusOr<double> low = c->opt->Epsilon(log_delta);
       if (up.ok()) result.upper = std::min(result.upper, *up);
       if (low.ok()) result.lower = std::max(result.lower, std::min(*low, result.upper));
     }

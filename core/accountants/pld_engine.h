@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "core/accountants/pld_grid.h"
 #include "core/accountants/pld_plan.h"
 #include "core/accountants/pld_precision.h"
+#include "core/accountants/pld_window.h"
 #include "core/plrv/plrv.h"
 #include "core/util/deadline.h"
 
@@ -105,7 +107,8 @@ class PldEngine {
     size_t cap_bytes, total_bytes = 0;
   };
   struct Curves {
-    PldCurve pess, opt;
+    PldCurve pess;
+    std::optional<PldCurve> opt;  // left out until the plan is settled (AddOptimistic)
     int64_t n;
     double outside;  // pessimistic mass counted as +infinity
     double tail;     // per-step tail mass the grids were truncated at
@@ -114,8 +117,30 @@ class PldEngine {
   absl::StatusOr<std::shared_ptr<const StepEntry>> Step(const StepKey& key);
   absl::StatusOr<std::shared_ptr<const TiltEntry>> Tilted(const TiltKey& key);
   absl::StatusOr<std::shared_ptr<const Spectrum>> SpectrumFor(const SpectrumKey& key);
+  // The pessimistic curve, and the optimistic one when with_opt (a grid whose plan
+  // then moves needs only its pessimistic side: the optimistic one is never read).
   absl::StatusOr<Curves> Compute(std::span<const MechanismEvent> events, Direction direction,
-                                 const PldPlan& plan, double h, double log_delta_target);
+                                 const PldPlan& plan, double h, double log_delta_target,
+                                 bool with_opt = true);
+  absl::Status AddOptimistic(std::span<const MechanismEvent> events, Direction direction,
+                             const PldPlan& plan, double h, double log_delta_target, Curves* c);
+  // One side's tilted step laws at `plan.tilt` (held) as window parts.
+  struct SideParts {
+    std::vector<TiltKey> keys;
+    std::vector<std::shared_ptr<const TiltEntry>> held;
+    std::vector<WindowPart> parts;
+  };
+  absl::StatusOr<SideParts> PartsFor(std::span<const MechanismEvent> events, Direction direction,
+                                     const PldPlan& plan, double h, double tail, PldSide side);
+  absl::StatusOr<WindowPlan> WindowFor(const SideParts& sp, const PldPlan& plan, double h,
+                                       double log_budget) const;
+  // The plan at a smaller tilt (plan.tilt / sqrt 2 or / 2) when its composed window
+  // needs fewer FFT points and its FFT round-off at `epsilon`, where delta is about
+  // e^{log_delta}, stays below 5% of `accuracy` (see the .cc); otherwise `plan`.
+  absl::StatusOr<PldPlan> NarrowWindowTilt(std::span<const MechanismEvent> events,
+                                           Direction direction, const PldPlan& plan, double h,
+                                           double log_delta_target, double epsilon,
+                                           double accuracy, double log_delta);
   absl::StatusOr<ComposedWindow> ComposeSide(std::span<const MechanismEvent> events,
                                              Direction direction, const PldPlan& plan, double h,
                                              double tail, double log_budget, PldSide side);

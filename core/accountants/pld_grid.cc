@@ -33,6 +33,16 @@ constexpr size_t kOffsetCandidates = 3;
 struct CellOutcome {
   int64_t cell;
   double loss, p_low, p_high;
+  size_t first;         // index of its first outcome in d.opt
+  bool merged = false;  // several outcomes share the cell
+};
+
+// Per-outcome values that do not depend on the grid offset, computed once for all
+// offset candidates (the same expressions as before, so the same results).
+struct OutcomeValues {
+  std::vector<double> log_p_low;  // log p_low
+  std::vector<double> q_high;     // p_high e^{-loss}: upper Q-mass
+  std::vector<double> tilt_w;     // e^{tilt (loss - tilt_ref)}: the cost weight
 };
 
 // Balanced merges between consecutive outcomes (see the header). grid[i] is the
@@ -41,8 +51,8 @@ struct CellOutcome {
 // `cost` (optional) accumulates the loss moved by rounding down, weighted by the
 // untilted mass plus the tilted mass (normalised by e^{tilt * tilt_ref}).
 void MergeOntoGrid(const std::vector<CellOutcome>& bk, int64_t cell_lo, double f, double h,
-                   std::vector<double>& grid, double tilt = 0, double tilt_ref = 0,
-                   double* cost = nullptr) {
+                   std::vector<double>& grid, double tilt, double tilt_ref,
+                   const OutcomeValues& pre, double* cost) {
   const size_t m = bk.size();
   constexpr double kSafe = 16 * kU;
   auto point = [&](int64_t c) { return (static_cast<double>(c) + f) * h; };
@@ -55,12 +65,18 @@ void MergeOntoGrid(const std::vector<CellOutcome>& bk, int64_t cell_lo, double f
       scap[j] = bk[j + 1].p_low * -std::expm1(g - bk[j + 1].loss) * (1 - kSafe);
     }
   }
+  // The sweeps only choose the flows (the clamps below keep every outcome's shares
+  // within 1), so they may use reciprocals: no division in their serial chain.
+  std::vector<double> inv_d(m, 0), inv_s(m, 0);
+  for (size_t j = 0; j + 1 < m; ++j) {
+    if (dcap[j] > 0 && scap[j] > 0) inv_d[j] = 1 / dcap[j], inv_s[j] = 1 / scap[j];
+  }
   std::vector<double> lr(m, 0), rl(m, 0), flow(m, 0);
   double r = 1;  // share of outcome j still free to go up
   for (size_t j = 0; j + 1 < m; ++j) {
     if (dcap[j] > 0 && scap[j] > 0) {
       lr[j] = std::min(r * dcap[j], scap[j]);
-      r = 1 - lr[j] / scap[j];
+      r = 1 - lr[j] * inv_s[j];
     } else {
       r = 1;
     }
@@ -69,7 +85,7 @@ void MergeOntoGrid(const std::vector<CellOutcome>& bk, int64_t cell_lo, double f
   for (size_t j = m - 1; j-- > 0;) {
     if (dcap[j] > 0 && scap[j] > 0) {
       rl[j] = std::min(r * scap[j], dcap[j]);
-      r = 1 - rl[j] / dcap[j];
+      r = 1 - rl[j] * inv_d[j];
     } else {
       r = 1;
     }
@@ -92,7 +108,9 @@ void MergeOntoGrid(const std::vector<CellOutcome>& bk, int64_t cell_lo, double f
     grid[static_cast<size_t>(bk[j].cell - cell_lo)] += left * bk[j].p_low;  // rounded down
     if (cost != nullptr && left > 0) {
       const double dist = bk[j].loss - point(bk[j].cell);
-      *cost += left * bk[j].p_low * dist * (1 + std::exp(tilt * (bk[j].loss - tilt_ref)));
+      const double w = bk[j].merged ? std::exp(tilt * (bk[j].loss - tilt_ref))
+                                    : pre.tilt_w[bk[j].first];
+      *cost += left * bk[j].p_low * dist * (1 + w);
     }
   }
 }
@@ -100,25 +118,28 @@ void MergeOntoGrid(const std::vector<CellOutcome>& bk, int64_t cell_lo, double f
 // The outcomes of d assigned to cells of the grid {(c + f) h}, merging outcomes that
 // share a cell: the merged loss is a lower bound from summed lower P-masses over
 // summed upper Q-masses (q <= p_high e^{-loss}), and stays >= the cell's point.
-std::vector<CellOutcome> CellsFor(const StepDiscretization& d, double f) {
+std::vector<CellOutcome> CellsFor(const StepDiscretization& d, double f,
+                                  const OutcomeValues& pre) {
   const double h = d.h;
   auto point = [&](int64_t c) { return (static_cast<double>(c) + f) * h; };
   std::vector<CellOutcome> cells;
   double q_high = 0;
-  for (const StepDiscretization::Outcome& o : d.opt) {
+  for (size_t i = 0; i < d.opt.size(); ++i) {
+    const StepDiscretization::Outcome& o = d.opt[i];
     int64_t c = static_cast<int64_t>(std::floor(o.loss / h - f));
     while (point(c) > o.loss) --c;
     while (point(c + 1) <= o.loss) ++c;
-    const double q = o.p_high * std::exp(-o.loss);
+    const double q = pre.q_high[i];
     if (!cells.empty() && cells.back().cell == c) {
       CellOutcome& m = cells.back();
+      m.merged = true;
       m.p_low += o.p_low;
       m.p_high += o.p_high;
       q_high += q;
       const double l = std::log(m.p_low) - std::log(q_high);
       m.loss = std::max(point(c), l - 8 * kU * (1 + std::fabs(l)));
     } else {
-      cells.push_back({c, o.loss, o.p_low, o.p_high});
+      cells.push_back({c, o.loss, o.p_low, o.p_high, i});
       q_high = q;
     }
   }
@@ -141,12 +162,24 @@ StepPmf OptimisticPmf(const StepDiscretization& d, double tilt) {
   // grid point; keep the one whose merge rounds down the least.
   std::vector<size_t> order(d.opt.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const size_t m = d.opt.size();
+  OutcomeValues pre;
+  pre.log_p_low.resize(m);
+  pre.q_high.resize(m);
+  pre.tilt_w.resize(m);
   double tilt_ref = -kInf;
-  for (const auto& o : d.opt) tilt_ref = std::max(tilt_ref, std::log(o.p_low) / std::max(tilt, 1e-300) + o.loss);
+  for (size_t i = 0; i < m; ++i) {
+    const auto& o = d.opt[i];
+    pre.log_p_low[i] = std::log(o.p_low);
+    pre.q_high[i] = o.p_high * std::exp(-o.loss);
+    tilt_ref = std::max(tilt_ref, pre.log_p_low[i] / std::max(tilt, 1e-300) + o.loss);
+  }
+  const double ref = tilt == 0 ? 0 : tilt_ref;
+  for (size_t i = 0; i < m; ++i) pre.tilt_w[i] = std::exp(tilt * (d.opt[i].loss - ref));
   std::vector<double> candidates = {0.0};
   for (int pass = 0; pass < 2; ++pass) {
     auto weight = [&](size_t i) {
-      return std::log(d.opt[i].p_low) + (pass == 1 ? tilt * d.opt[i].loss : 0.0);
+      return pre.log_p_low[i] + (pass == 1 ? tilt * d.opt[i].loss : 0.0);
     };
     std::partial_sort(order.begin(), order.begin() + std::min<size_t>(kOffsetCandidates, order.size()),
                       order.end(), [&](size_t a, size_t b) { return weight(a) > weight(b); });
@@ -158,12 +191,17 @@ StepPmf OptimisticPmf(const StepDiscretization& d, double tilt) {
   double best_cost = kInf, f = 0;
   std::vector<double> grid;
   int64_t lo = 0;
-  for (double cand : candidates) {
-    std::vector<CellOutcome> cells = CellsFor(d, cand);
+  for (size_t ci = 0; ci < candidates.size(); ++ci) {
+    const double cand = candidates[ci];
+    // The heaviest outcomes tilted and untilted are often the same: evaluate once.
+    if (std::find(candidates.begin(), candidates.begin() + ci, cand) != candidates.begin() + ci) {
+      continue;
+    }
+    std::vector<CellOutcome> cells = CellsFor(d, cand, pre);
     const int64_t c_lo = cells.front().cell, c_hi = cells.back().cell + 1;
     std::vector<double> g(static_cast<size_t>(c_hi - c_lo + 1), 0.0);
     double cost = 0;
-    MergeOntoGrid(cells, c_lo, cand, h, g, tilt, tilt == 0 ? 0 : tilt_ref, &cost);
+    MergeOntoGrid(cells, c_lo, cand, h, g, tilt, ref, pre, &cost);
     if (cost < best_cost) best_cost = cost, f = cand, grid = std::move(g), lo = c_lo;
   }
   auto point = [&](int64_t c) { return (static_cast<double>(c) + f) * h; };

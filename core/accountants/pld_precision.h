@@ -27,8 +27,8 @@ std::string_view PldStopName(PldStop stop);
 // Most halvings of the grid step in one jump (a 4x finer grid: ~4x the cost).
 inline constexpr int kMaxHalvingsPerJump = 2;
 
-// Number of halvings of the grid step (>= 1) that the model width ~ h^2 says keep
-// the width at or above `target` (log4(width / target), rounded down), capped at
+// Number of halvings of the grid step (>= 1) that the model width ~ h^2 says bring
+// the width to `target` (log4(width / target), rounded up), capped at
 // kMaxHalvingsPerJump and `left`: the loop then measures again.
 int HalvingsToTarget(double width, double target, int left);
 

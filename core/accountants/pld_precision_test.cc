@@ -119,7 +119,11 @@ TEST(PldPrecision, ACapShortOfTheTargetIsNamedInTheDiagnostics) {
 
 TEST(PldPrecision, HalvingsFollowTheQuadraticWidthModel) {
   EXPECT_EQ(HalvingsToTarget(0.02, 0.01, 5), 1);   // 2x too wide: at least one halving
-  EXPECT_EQ(HalvingsToTarget(0.15, 0.01, 5), 1);   // 15x: one (4x), then measure again
+  EXPECT_EQ(HalvingsToTarget(0.04, 0.01, 5), 1);   // 4x: one halving meets it (4x)
+  // Issue 15: above 4x one halving would leave the width short (a second grid at
+  // half the step then costs 2x + 4x instead of 4x), so two.
+  EXPECT_EQ(HalvingsToTarget(0.05, 0.01, 5), 2);
+  EXPECT_EQ(HalvingsToTarget(0.15, 0.01, 5), 2);
   EXPECT_EQ(HalvingsToTarget(0.16, 0.01, 5), 2);   // 16x: two (16x)
   EXPECT_EQ(HalvingsToTarget(1.0, 1e-6, 5), 2);    // capped per jump
   EXPECT_EQ(HalvingsToTarget(1.0, 1e-6, 1), 1);    // and by what is left

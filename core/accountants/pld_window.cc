@@ -3,20 +3,26 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <limits>
+#include <cstdio>
+#include <cstdlib>
 
 #include "absl/strings/str_format.h"
+#include "core/accountants/pld_mgf.h"
 #include "core/util/log_math.h"
 
 namespace dpledger::core {
 namespace {
 
+constexpr double kU = std::numeric_limits<double>::epsilon() / 2;
 constexpr int kGoldenIterations = 24;  // log-parameter bracket to ~1e-4: ample for a bound
 // Range searched for Chernoff parameters (per nat of loss).
 constexpr double kMinTheta = 1e-8, kMaxTheta = 1e6;
 
-double TotalLogMgf(const std::vector<WindowPart>& parts, double t) {
+double TotalLogMgf(const std::vector<WindowPart>& parts, const std::vector<MgfTable>& tables,
+                   double t) {
   double k = 0;
-  for (const WindowPart& p : parts) k += static_cast<double>(p.count) * LogMgf(*p.pmf, t);
+  for (size_t i = 0; i < parts.size(); ++i) k += static_cast<double>(parts[i].count) * tables[i](t);
   return k;
 }
 
@@ -48,11 +54,17 @@ absl::StatusOr<WindowPlan> PlanWindow(const std::vector<WindowPart>& parts, doub
   double k_tilt = 0, sup = 0, inf = 0;
   for (const WindowPart& p : parts) {
     const double c = static_cast<double>(p.count);
-    k_tilt += c * p.tilted->log_norm;
+    // A lower bound on K(tilt): log_norm is a sum of size() rounded terms.
+    k_tilt += c * (p.tilted->log_norm -
+                   4 * kU * static_cast<double>(p.pmf->log_mass.size() + 16) *
+                       (1 + std::fabs(p.tilted->log_norm)));
     inf += c * p.pmf->origin;
     sup += c * p.pmf->loss(p.pmf->log_mass.size() - 1);
   }
-  auto k = [&](double t) { return TotalLogMgf(parts, t); };
+  std::vector<MgfTable> tables;
+  tables.reserve(parts.size());
+  for (const WindowPart& p : parts) tables.emplace_back(*p.pmf);
+  auto k = [&](double t) { return TotalLogMgf(parts, tables, t); };
   WindowPlan plan;
   // Chernoff: Pr~[S > x] <= e^{K~(th) - th x} <= tau once x >= (K~(th) - log tau)/th,
   // K~(th) = K(tilt + th) - K(tilt); minimised over th (unimodal in log th).
@@ -113,7 +125,7 @@ absl::StatusOr<WindowPlan> PlanWindow(const std::vector<WindowPart>& parts, doub
   return plan;
 }
 
-ComposedWindow AssembleWindow(const WindowPlan& plan, const CircularPmf& circular,
+ComposedWindow AssembleWindow(const WindowPlan& plan, CircularPmf&& circular,
                               const std::vector<WindowPart>& parts, PldSide side) {
   ComposedWindow win;
   win.side = side;
@@ -135,12 +147,10 @@ ComposedWindow AssembleWindow(const WindowPlan& plan, const CircularPmf& circula
   win.origin = static_cast<double>((origin_units + first) * static_cast<long double>(h));
   const int64_t n = plan.n;
   const int64_t shift = static_cast<int64_t>(std::fmod(first, static_cast<long double>(n)));
-  win.w.resize(static_cast<size_t>(n));
-  for (int64_t r = 0; r < n; ++r) {
-    int64_t j = (shift + r) % n;
-    if (j < 0) j += n;
-    win.w[static_cast<size_t>(r)] = circular.w[static_cast<size_t>(j)];
-  }
+  // Entry r of the window is entry (shift + r) mod n of the circle.
+  const int64_t start = ((shift % n) + n) % n;
+  win.w = std::move(circular.w);
+  std::rotate(win.w.begin(), win.w.begin() + start, win.w.end());
   win.err = circular.err;
   win.wrap = std::exp(plan.log_wrap);
   if (side == PldSide::kPessimistic) {

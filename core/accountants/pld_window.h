@@ -10,6 +10,8 @@
 //    contributes (1 - e^{eps - s})_+ = 0 to delta(eps) for every eps >= lo, so that
 //    mass is simply dropped. Only for eps < lo does the pessimistic curve add the
 //    bound Pr[S < lo] <= e^{K(-s) + s lo}, s > 0 (each path contributes <= 1).
+//  * K is evaluated by MgfTable (pld_mgf.h), an upper bound despite rounding; K(lambda)
+//    below is Tilt's log_norm lowered by its summation error.
 //  * circular wrap-around: the tilted mass outside the window, bounded by the tilted
 //    Chernoff bounds e^{K(lambda + theta) - K(lambda) - theta hi} and
 //    e^{K(lambda - theta) - K(lambda) + theta lo}, lands somewhere inside it. It only
@@ -52,7 +54,8 @@ struct WindowPlan {
 absl::StatusOr<WindowPlan> PlanWindow(const std::vector<WindowPart>& parts, double h, double tilt,
                                       const WindowBudget& budget, int64_t max_points);
 
-ComposedWindow AssembleWindow(const WindowPlan& plan, const CircularPmf& circular,
+// Takes the circular result's storage (rotated in place).
+ComposedWindow AssembleWindow(const WindowPlan& plan, CircularPmf&& circular,
                               const std::vector<WindowPart>& parts, PldSide side);
 
 }  // namespace dpledger::core

@@ -64,6 +64,24 @@ double LogA(int alpha, const GaussianStep& step) {
   return acc.Result();
 }
 
+double LogOutputTiltFactor(double theta, double lambda, const GaussianStep& step) {
+  const double s2 = step.sigma * step.sigma;
+  const double log_m = LogMgfP(theta, step);
+  if (step.q == 1) {
+    const double a = lambda / s2 - theta;
+    return log_m - lambda / (2 * s2) + a + a * a * s2 / 2;
+  }
+  const int n = static_cast<int>(std::lround(lambda));
+  const double log_q = std::log(step.q), log_1mq = std::log1p(-step.q);
+  LogSumAccumulator acc;
+  for (int j = 0; j <= n; ++j) {
+    const double a = j / s2 - theta;
+    const double inner = LogAddExp(log_1mq + a * a * s2 / 2, log_q + a + a * a * s2 / 2);
+    acc.Add(LogBinomial(n, j) + (n - j) * log_1mq + j * log_q - j / (2 * s2) + inner);
+  }
+  return log_m + acc.Result();
+}
+
 double LogF(double x, const GaussianStep& step) {
   const double s = step.sigma;
   if (step.q == 1) return LogNormalCdf((x - 1) / s);

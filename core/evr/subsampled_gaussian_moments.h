@@ -39,6 +39,15 @@ double LogRFromLogPhi(int lambda, std::span<const double> log_phi, const Gaussia
 // log M_P(theta) = s^2 theta^2/2 + log(1 - q + q e^theta) (spec 3.2-A, paper eq. (3)).
 double LogMgfP(double theta, const GaussianStep& step);
 
+// log E_{t~P}[M_P(theta) e^{-theta t + lambda y(t)}]: the per-step factor of the proven
+// second-moment bound of the every-coordinate output tilt (tilt_moment_bound.h). For
+// integer lambda >= 0, with a_j = j/s^2 - theta (binomial expansion of e^{lambda y}):
+//   M_P(theta) sum_j C(lambda, j)(1-q)^{lambda-j} q^j e^{-j/(2s^2)}
+//              [(1-q) e^{a_j^2 s^2/2} + q e^{a_j + a_j^2 s^2/2}]
+// (positive terms only). q = 1 (plain Gaussian): any real lambda >= 0. theta = 0 gives
+// A_{lambda+1}.
+double LogOutputTiltFactor(double theta, double lambda, const GaussianStep& step);
+
 // pi_1(theta) = q e^theta / (1 - q + q e^theta): weight of the N(1 + theta s^2, s^2)
 // component of the exponentially tilted law (spec 3.2-A, [fix] P2).
 double TiltedWeight1(double theta, const GaussianStep& step);

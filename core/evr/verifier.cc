@@ -65,7 +65,41 @@ absl::StatusOr<double> MeasureThroughput(std::span<const MechanismEvent> ledger,
   }
 }
 
+// Fills predicted_seconds of every sampled direction and their sum (throwaway seeds).
+absl::Status PredictTimes(std::span<const MechanismEvent> ledger, double epsilon,
+                          const VerifierOptions& options, const DeltaSampler& sampler,
+                          const SeedSource& seeds, VerificationResult* r) {
+  for (DirectionCheck& d : r->directions) {
+    if (d.certified) continue;
+    auto rate = MeasureThroughput(ledger, epsilon, d, options, sampler, seeds);
+    if (!rate.ok()) return rate.status();
+    d.predicted_seconds = static_cast<double>(d.samples.num_samples) / *rate;
+    r->predicted_seconds += d.predicted_seconds;
+  }
+  return absl::OkStatus();
+}
+
+DeltaSampler SamplerOf(const VerifierHooks& hooks) {
+  return hooks.sampler ? hooks.sampler : DeltaSampler(EstimateDeltaStreaming);
+}
+SeedSource SeedsOf(const VerifierHooks& hooks) {
+  return hooks.seed_source ? hooks.seed_source : SeedSource(OsEntropySeed);
+}
+
 }  // namespace
+
+absl::StatusOr<VerificationResult> PlanVerificationWithTime(std::span<const MechanismEvent> ledger,
+                                                            double epsilon, double delta_est,
+                                                            const VerifierOptions& options,
+                                                            const VerifierHooks& hooks) {
+  auto r = PlanVerification(ledger, epsilon, delta_est, options);
+  if (!r.ok() || r->outcome == VerificationOutcome::kAcceptedTrivially) return r;
+  if (absl::Status s = PredictTimes(ledger, epsilon, options, SamplerOf(hooks), SeedsOf(hooks), &*r);
+      !s.ok()) {
+    return s;
+  }
+  return r;
+}
 
 absl::StatusOr<uint64_t> OsEntropySeed() {
   uint64_t seed = 0;
@@ -93,6 +127,7 @@ absl::StatusOr<VerificationResult> Verify(std::span<const MechanismEvent> ledger
 
   // Sample budget: refuse before drawing anything.
   for (const DirectionCheck& d : r.directions) {
+    if (d.certified) continue;
     if (d.samples.saturated || d.samples.num_samples > options.max_samples) {
       r.outcome = VerificationOutcome::kRefusedSampleBudget;
       r.reason = absl::StrFormat(
@@ -105,22 +140,20 @@ absl::StatusOr<VerificationResult> Verify(std::span<const MechanismEvent> ledger
     }
   }
 
-  const DeltaSampler sampler = hooks.sampler ? hooks.sampler : DeltaSampler(EstimateDeltaStreaming);
-  const SeedSource seeds = hooks.seed_source ? hooks.seed_source : SeedSource(OsEntropySeed);
+  const DeltaSampler sampler = SamplerOf(hooks);
+  const SeedSource seeds = SeedsOf(hooks);
 
   // Time budget: predicted from a measured throughput, per direction (IS and SMC differ).
   double num_steps = 0;
   for (const MechanismEvent& e : ledger) num_steps += static_cast<double>(e.count);
   double path_steps = 0;
   for (const DirectionCheck& d : r.directions) {
+    if (d.certified) continue;
     path_steps += static_cast<double>(d.samples.num_samples) * num_steps;
   }
   if (std::isfinite(options.max_seconds) && path_steps > kCalibrationMinPathSteps) {
-    for (DirectionCheck& d : r.directions) {
-      auto rate = MeasureThroughput(ledger, epsilon, d, options, sampler, seeds);
-      if (!rate.ok()) return rate.status();
-      d.predicted_seconds = static_cast<double>(d.samples.num_samples) / *rate;
-      r.predicted_seconds += d.predicted_seconds;
+    if (absl::Status s = PredictTimes(ledger, epsilon, options, sampler, seeds, &r); !s.ok()) {
+      return s;
     }
     if (r.predicted_seconds > options.max_seconds) {
       r.outcome = VerificationOutcome::kRefusedTimeBudget;
@@ -135,6 +168,10 @@ absl::StatusOr<VerificationResult> Verify(std::span<const MechanismEvent> ledger
 
   // Fresh verification samples, one OS seed per direction; stop at the first failure.
   for (DirectionCheck& d : r.directions) {
+    if (d.certified) {
+      d.passed = true;  // certified_upper <= T, decided in the plan
+      continue;
+    }
     auto seed = seeds();
     if (!seed.ok()) return seed.status();
     d.seed = *seed;
@@ -155,21 +192,30 @@ absl::StatusOr<VerificationResult> Verify(std::span<const MechanismEvent> ledger
           "rejected: %s direction delta_hat = %.6g is not below the threshold T = %.6g "
           "(m = %d, %s)",
           std::string(DirectionName(d.direction)), est->delta_hat, r.thresholds.threshold,
-          d.samples.num_samples, d.estimator == McEstimator::kSmc ? "smc" : "is");
+          d.samples.num_samples, std::string(McEstimatorName(d.estimator)));
       r.seconds = Seconds(start);
       return r;
     }
   }
 
   const double delta = r.thresholds.delta_est / r.thresholds.tau;
+  bool any_sampled = false;
+  std::string how;
+  for (const DirectionCheck& d : r.directions) {
+    any_sampled |= d.sampled;
+    absl::StrAppendFormat(&how, "%s%s: %s", how.empty() ? "" : "; ",
+                          std::string(DirectionName(d.direction)), DirectionVerifiedBy(d));
+  }
   r.accepted = true;
   r.outcome = VerificationOutcome::kAccepted;
-  r.guarantee = VerifiedGuarantee{epsilon, delta, Guarantee::kStatistical, delta};
-  r.reason = absl::StrFormat(
-      "accepted: delta_hat below the threshold T = %.6g in the %s direction%s%s",
-      r.thresholds.threshold, r.directions.size() == 2 ? "remove and add" : "remove",
-      r.directions.size() == 2 ? "s" : "",
-      r.add_direction_zero ? " (add direction provably zero at this epsilon)" : "");
+  // Only sampled directions carry a failure probability (verifier.h).
+  r.guarantee = any_sampled ? VerifiedGuarantee{epsilon, delta, Guarantee::kStatistical, delta}
+                            : VerifiedGuarantee{epsilon, delta, Guarantee::kCertified, 0};
+  r.reason = absl::StrFormat("accepted: every checked direction is below the threshold T = %.6g "
+                             "(%s)%s",
+                             r.thresholds.threshold, how,
+                             r.add_direction_zero ? "; add direction provably zero at this epsilon"
+                                                  : "");
   r.seconds = Seconds(start);
   return r;
 }

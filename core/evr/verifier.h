@@ -12,12 +12,33 @@
 //  3. directions: remove, plus add unless epsilon >= sum_i (max add-direction loss)
 //     (then delta_A = 0 exactly) or every step is symmetric (same law);
 //  4. per direction a PROVEN nu >= E[x^2]: remove with IS -> min_theta nu_IS(theta)
-//     (is_moment_bound.h), remove with SMC -> S(2), add -> SMC with S(2) of the remove
-//     MGF (smc_moment_bound.h); m = ceil((2 nu/Delta^2) ln(tau/delta_est));
-//  5. refuse (reject, never approximate) if some m > max_samples or the predicted time
-//     (from a short measured throughput run) exceeds max_seconds;
+//     (is_moment_bound.h), remove with the every-coordinate tilt -> its Chernoff bound
+//     at the tilt minimising it (tilt_moment_bound.h), remove with SMC -> S(2), add ->
+//     SMC with S(2) of the remove MGF (smc_moment_bound.h); auto takes the estimator
+//     with the smallest proven nu; m = ceil((2 nu/Delta^2) ln(tau/delta_est)). core/mc's
+//     kTiltMixture (an EM-fitted mixture proposal) has no proven nu, so it is never used;
+//  4b. certified directions (options.certification = kPld, the default): a direction
+//     whose certified PLD upper bound U_d on delta_d(epsilon) satisfies U_d <= T passes
+//     without sampling (nu and m are still reported, m is not drawn);
+//  5. refuse (reject, never approximate) if some sampled direction's m > max_samples or
+//     the predicted time (from a short measured throughput run) exceeds max_seconds;
 //  6. draw m fresh paths with a fresh seed from the OS entropy source; pass iff
 //     delta_hat < T; accept iff every checked direction passes.
+//
+// Why certified directions keep the guarantee (spec 4.4). The claim is
+// delta_Y(eps) = max_d delta_d(eps) <= delta_est/tau. FP(eps, delta_est; tau) is the sup,
+// over mechanisms with delta_est < tau delta_Y(eps), of Pr[accept]. For such a mechanism
+// some direction d has delta_d(eps) > delta_est/tau > T. That d cannot be certified
+// (certification needs delta_d <= U_d <= T), so d is sampled, and the acceptance, which
+// is the intersection of the per-direction passes, is at most Pr[delta_hat_d < T] <=
+// exp(-m_d Delta^2/(2 nu_d)) <= delta_est/tau (spec 4.5). Hence FP <= delta_est/tau and an
+// accepted release is (eps, delta_est/tau)-DP: only sampled directions carry the failure
+// probability. The argument needs U_d <= delta_est/tau; we require the stricter U_d <= T
+// (the sampled directions' own threshold), so a certified direction is one that would
+// pass the sampled test with no sampling error at all. Which directions are certified
+// depends on public inputs only (ledger, eps, delta_est, tau, rho), so it is fixed
+// before any verification sample is drawn. When every direction is certified the claim
+// holds with certainty (Guarantee::kCertified, failure probability 0).
 //
 // Soundness duties of the CALLER (spec 4.8, 10.4): delta_est must not depend on the
 // verification samples (never pass an accountant's pool or seed here); one
@@ -47,11 +68,19 @@
 namespace dpledger::core {
 
 enum class VerifierEstimator {
-  kAuto,                // IS when every step is a (subsampled) Gaussian and its nu is smaller, else SMC
+  kAuto,                // the smallest proven nu among smc, is and tilt (is, tilt: Gaussian kinds)
   kSmc,                 // simple Monte Carlo (any mechanism with a proven MGF)
-  kImportanceSampling,  // exponential tilt (Gaussian / subsampled Gaussian ledgers only)
+  kImportanceSampling,  // exponential tilt of one coordinate (Gaussian / subsampled Gaussian only)
+  kTiltEvery,           // exponential tilt of every coordinate (Gaussian / subsampled Gaussian only)
 };
-std::string_view VerifierEstimatorName(VerifierEstimator e);  // "auto", "smc", "is"
+
+// How a direction may be settled without sampling (see "Why certified directions keep
+// the guarantee" above).
+enum class DirectionCertification {
+  kNone,  // sample every checked direction
+  kPld,   // certify d when the PLD certified upper bound on delta_d(eps) is <= T
+};
+std::string_view VerifierEstimatorName(VerifierEstimator e);  // "auto", "smc", "is", "tilt"
 
 struct VerifierOptions {
   double tau = 0.99;          // in (0, 1]: underestimates by less than a factor tau pass
@@ -66,6 +95,7 @@ struct VerifierOptions {
   int num_threads = 0;                   // CPU sampling threads; 0: all cores
   int smc_max_lambda = kDefaultSmcMaxLambda;
   IsBoundOptions is_bound;
+  DirectionCertification certification = DirectionCertification::kPld;
 };
 
 enum class VerificationOutcome {
@@ -88,11 +118,19 @@ struct DirectionCheck {
   std::vector<double> thetas; // IS tilts, one per ledger event (empty for SMC)
   SampleCount samples;        // m
   double predicted_seconds = 0;  // m / measured throughput (0 when not measured)
+  // Certified instead of sampled: certified_upper >= delta_d(eps) and <= T (m not drawn).
+  bool certified = false;
+  double certified_upper = 0;  // the certified bound when one was computed (else 0)
+  std::string certified_by;    // e.g. "pld"
   bool sampled = false;
   uint64_t seed = 0;          // OS-entropy seed of the verification run
   McEstimateResult estimate;  // delta_hat, second_moment, std_error, backend, seconds
   bool passed = false;        // delta_hat < threshold
 };
+
+// How the direction was (or will be) verified, for records and reports:
+// "sampled 18231 paths (is)" or "certified by pld upper bound 1.2e-09".
+std::string DirectionVerifiedBy(const DirectionCheck& d);
 
 struct VerifiedGuarantee {
   double epsilon = 0;
@@ -133,6 +171,15 @@ struct VerifierHooks {
 absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEvent> ledger,
                                                     double epsilon, double delta_est,
                                                     const VerifierOptions& options = {});
+
+// PlanVerification plus the predicted sampling time of every sampled direction
+// (predicted_seconds = m / throughput measured on short runs with throwaway seeds; no
+// verification sample is drawn): what `dpledger verify --plan` shows before a caller
+// commits to the gate. Errors as PlanVerification, and sampler errors.
+absl::StatusOr<VerificationResult> PlanVerificationWithTime(std::span<const MechanismEvent> ledger,
+                                                            double epsilon, double delta_est,
+                                                            const VerifierOptions& options = {},
+                                                            const VerifierHooks& hooks = {});
 
 // The full verification (steps 1-6). A decision (accepted, rejected or refused) is OK;
 // errors are reserved for bad input and sampler failures.

@@ -4,7 +4,10 @@
 #include <limits>
 
 #include "absl/strings/str_format.h"
+#include "core/evr/direction_certifier.h"
 #include "core/evr/smc_moment_bound.h"
+#include "core/evr/tilt_moment_bound.h"
+#include "core/mc/tilt_choice.h"
 #include "core/evr/verifier.h"
 
 namespace dpledger::core {
@@ -58,8 +61,17 @@ std::string_view VerifierEstimatorName(VerifierEstimator e) {
     case VerifierEstimator::kAuto: return "auto";
     case VerifierEstimator::kSmc: return "smc";
     case VerifierEstimator::kImportanceSampling: return "is";
+    case VerifierEstimator::kTiltEvery: return "tilt";
   }
   return "unknown";
+}
+
+std::string DirectionVerifiedBy(const DirectionCheck& d) {
+  if (d.certified) {
+    return absl::StrFormat("certified by %s upper bound %.6g", d.certified_by, d.certified_upper);
+  }
+  return absl::StrFormat("%s %d paths (%s)", d.sampled ? "sampled" : "samples",
+                         d.samples.num_samples, std::string(McEstimatorName(d.estimator)));
 }
 
 std::string_view VerificationOutcomeName(VerificationOutcome o) {
@@ -105,10 +117,13 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
   // Remove direction.
   bool is_applicable = true;
   for (const MechanismEvent& e : ledger) is_applicable &= IsGaussianKind(e.mechanism);
-  if (options.estimator == VerifierEstimator::kImportanceSampling && !is_applicable) {
-    return absl::UnimplementedError(
-        "estimator is: importance sampling needs every step to be gaussian or "
-        "subsampled_gaussian; use estimator smc");
+  if ((options.estimator == VerifierEstimator::kImportanceSampling ||
+       options.estimator == VerifierEstimator::kTiltEvery) &&
+      !is_applicable) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "estimator %s: importance sampling needs every step to be gaussian or "
+        "subsampled_gaussian; use estimator smc",
+        std::string(VerifierEstimatorName(options.estimator))));
   }
   DirectionCheck remove;
   remove.direction = Direction::kRemove;
@@ -116,7 +131,8 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
   remove.nu = nu_smc;
   remove.log_nu = s2.log_value;
   remove.nu_method = smc_method;
-  if (is_applicable && options.estimator != VerifierEstimator::kSmc) {
+  if (is_applicable && (options.estimator == VerifierEstimator::kAuto ||
+                        options.estimator == VerifierEstimator::kImportanceSampling)) {
     auto calc = IsMomentBoundCalculator::Create(ledger, epsilon, options.is_bound);
     if (!calc.ok()) return calc.status();
     const IsTiltChoice tilt = calc->ChooseTilt();
@@ -129,6 +145,23 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
       remove.log_nu = tilt.bound.log_nu;
       remove.nu_method = absl::StrFormat("is %s, theta=%g*theta_H", tilt.bound.method, tilt.scale);
       remove.thetas = tilt.thetas;
+    }
+  }
+  if (is_applicable && (options.estimator == VerifierEstimator::kAuto ||
+                        options.estimator == VerifierEstimator::kTiltEvery)) {
+    // Candidates: the nu-minimising tilt family and core/mc's saddle-point tilts.
+    std::vector<double> saddle;
+    if (auto s = mc::ChooseSaddleTilt(ledger, epsilon); s.ok()) saddle = s->thetas;
+    auto tilt = ChooseTiltEvery(ledger, epsilon, options.smc_max_lambda, saddle);
+    if (!tilt.ok()) return tilt.status();
+    if (options.estimator == VerifierEstimator::kTiltEvery ||
+        tilt->bound.log_nu < remove.log_nu) {
+      remove.estimator = McEstimator::kTiltEvery;
+      remove.nu = std::exp(tilt->bound.log_nu);
+      remove.log_nu = tilt->bound.log_nu;
+      remove.nu_method = absl::StrFormat("tilt chernoff, lambda=%g, theta=%g", tilt->bound.lambda,
+                                         tilt->thetas.empty() ? 0.0 : tilt->thetas[0]);
+      remove.thetas = tilt->thetas;
     }
   }
   r.directions.push_back(remove);
@@ -160,6 +193,17 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
     d.samples = RequiredSamples(d.nu, r.thresholds);
     // core/mc needs at least two paths; more paths never weaken the FP bound.
     d.samples.num_samples = std::max<int64_t>(d.samples.num_samples, 2);
+    if (options.certification == DirectionCertification::kPld) {
+      // Public inputs only (verifier.h, "Why certified directions keep the guarantee").
+      // A direction PLD cannot bound (or not within 30 s) is simply sampled.
+      absl::StatusOr<double> upper =
+          PldDirectionUpper(ledger, d.direction, epsilon, r.thresholds.threshold);
+      if (upper.ok()) {
+        d.certified_upper = *upper;
+        d.certified_by = "pld";
+        d.certified = *upper <= r.thresholds.threshold;
+      }
+    }
   }
   r.outcome = VerificationOutcome::kRejected;
   r.reason = "planned: no samples drawn";

@@ -93,6 +93,7 @@ VerifierOptions SmcOptions(double tau) {
   o.tau = tau;
   o.estimator = VerifierEstimator::kSmc;
   o.max_seconds = std::numeric_limits<double>::infinity();
+  o.certification = DirectionCertification::kNone;  // these tests are about sampling
   return o;
 }
 
@@ -301,6 +302,7 @@ TEST(Verifier, AutoPicksImportanceSamplingForSubsampledGaussianAtSmallDelta) {
   // Spec Fig. 6 setting: IS nu ~1.5e-7 vs SMC S(2) = 2.29e-4; m ~1.5e10 > default budget.
   const std::vector<MechanismEvent> ledger = {Event(Mechanism::SubsampledGaussian(0.6, 1e-3), 1000)};
   VerifierOptions o;  // defaults: tau 0.99, auto, max_samples 1e10
+  o.certification = DirectionCertification::kNone;  // PLD would certify it (next test)
   FakeState state;
   auto r = Verify(ledger, 1.5, 7.706e-6, o, {ScriptedSampler(&state, 0, 0), CountingSeeds()});
   ASSERT_TRUE(r.ok()) << r.status();
@@ -316,6 +318,77 @@ TEST(Verifier, AutoPicksImportanceSamplingForSubsampledGaussianAtSmallDelta) {
   EXPECT_EQ(r->outcome, VerificationOutcome::kRefusedSampleBudget);
   EXPECT_EQ(state.calls, 0);
   EXPECT_DOUBLE_EQ(r->thresholds.offset, 0.4 * (1 / 0.99 - 1 / 0.995) * 7.706e-6);
+}
+
+// Issue 14 item 3: a direction that PLD certifies below T is not sampled. The Fig. 6 claim
+// delta_est = delta_Y(1.5) = 7.706e-6 at tau 0.99 has T = 7.7682e-6 and PLD's certified
+// upper bound is within 1% of 7.706e-6, so the whole claim is certified: no sampling, no
+// failure probability.
+TEST(Verifier, CertifiesADirectionThatPldBoundsBelowTheThreshold) {
+  const std::vector<MechanismEvent> ledger = {Event(Mechanism::SubsampledGaussian(0.6, 1e-3), 1000)};
+  FakeState state;
+  auto r = Verify(ledger, 1.5, 7.706e-6, VerifierOptions{},
+                  {ScriptedSampler(&state, 1, 1), CountingSeeds()});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->directions.size(), 1u);
+  const DirectionCheck& d = r->directions[0];
+  EXPECT_TRUE(d.certified);
+  EXPECT_FALSE(d.sampled);
+  EXPECT_GE(d.certified_upper, 7.706e-6 * (1 - 1e-4));  // an upper bound on the truth
+  EXPECT_LE(d.certified_upper, r->thresholds.threshold);
+  EXPECT_EQ(state.calls, 0);  // the sampler would have rejected (delta_hat = 1)
+  EXPECT_EQ(r->outcome, VerificationOutcome::kAccepted);
+  ASSERT_TRUE(r->guarantee.has_value());
+  EXPECT_EQ(r->guarantee->guarantee, Guarantee::kCertified);
+  EXPECT_EQ(r->guarantee->failure_probability, 0);
+  EXPECT_THAT(r->reason, HasSubstr("remove: certified by pld upper bound 7.7"));
+}
+
+// DP-SGD (sigma 1, q 0.01, 1000 steps) at eps = 1.9187 (PLD's epsilon at delta 5e-6),
+// tau 0.5. The claim delta_est = 2.4e-6 is false in the remove direction (delta_est/tau =
+// 4.8e-6 < delta_R ~ 5e-6), so remove is never certified and is sampled (the scripted
+// sampler then "passes" it: a false positive, which the FP bound allows); the add
+// direction's delta is far below T and is certified.
+TEST(Verifier, CertifiesTheAddDirectionAndSamplesRemove) {
+  const std::vector<MechanismEvent> ledger = {Event(Mechanism::SubsampledGaussian(1.0, 0.01), 1000)};
+  VerifierOptions o;
+  o.tau = 0.5;
+  o.estimator = VerifierEstimator::kSmc;
+  o.max_samples = int64_t{1} << 40;
+  o.max_seconds = std::numeric_limits<double>::infinity();
+  FakeState state;
+  auto r = Verify(ledger, 1.9187, 2.4e-6, o, {ScriptedSampler(&state, 0, 1), CountingSeeds()});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->directions.size(), 2u);
+  EXPECT_FALSE(r->directions[0].certified);
+  EXPECT_GT(r->directions[0].certified_upper, 4.8e-6);
+  EXPECT_TRUE(r->directions[1].certified);
+  EXPECT_LT(r->directions[1].certified_upper, 1e-2 * r->thresholds.threshold);  // ~5e-9
+  ASSERT_EQ(state.calls, 1);
+  EXPECT_EQ(state.requests[0].direction, Direction::kRemove);
+  EXPECT_EQ(r->outcome, VerificationOutcome::kAccepted);
+  EXPECT_EQ(r->guarantee->guarantee, Guarantee::kStatistical);
+  EXPECT_DOUBLE_EQ(r->guarantee->failure_probability, 2.4e-6 / 0.5);
+  EXPECT_THAT(DirectionVerifiedBy(r->directions[0]), HasSubstr("sampled"));
+  EXPECT_THAT(DirectionVerifiedBy(r->directions[1]), HasSubstr("certified by pld upper bound"));
+}
+
+// Issue 14 item 3: at the spec's Fig. 10 DP-SGD setting (sigma 2, q 0.01, 1000 steps,
+// eps 0.62227, delta_est 9.9e-6, tau 0.99) auto picks the every-coordinate tilt: nu
+// 9.11e-9 (tilt_moment_bound_test.cc) against SMC's 2.556e-6, so the remove direction
+// needs m ~5.2e8 paths, ~280x fewer than the 1.46e11 of SMC.
+TEST(Verifier, AutoPicksTheEveryCoordinateTiltAtTheFig10Setting) {
+  const std::vector<MechanismEvent> ledger = {Event(Mechanism::SubsampledGaussian(2.0, 0.01), 1000)};
+  VerifierOptions o;
+  o.certification = DirectionCertification::kNone;
+  auto r = PlanVerification(ledger, 0.6222731291229167, 9.9e-6, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const DirectionCheck& d = r->directions[0];
+  EXPECT_EQ(d.estimator, McEstimator::kTiltEvery);
+  EXPECT_NEAR(d.nu, 9.11e-9, 0.05e-9);
+  EXPECT_LT(d.samples.exact, 1.46e11 / 250);
+  EXPECT_GT(d.samples.exact, 1.46e11 / 320);
+  EXPECT_EQ(r->directions[1].estimator, McEstimator::kSmc);  // add: SMC (or certified)
 }
 
 TEST(Verifier, RejectsBadInputsNamingTheField) {

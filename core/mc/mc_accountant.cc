@@ -62,7 +62,8 @@ class McAccountant final : public Accountant {
     auto remove = DeltaFrom(/*add=*/false, epsilon);
     if (!remove.ok()) return remove.status();
     DeltaBound b{remove->lower, remove->delta_hat, remove->upper, Guarantee::kEstimate, 0};
-    if (NoteAdd(epsilon < AddCap(), [&] { return AddBelow(epsilon, remove->lower); })) {
+    if (NoteAdd(epsilon < AddCap(), [&] { return AddBelow(epsilon, remove->lower); },
+                remove->trustworthy)) {
       auto add = DeltaFrom(/*add=*/true, epsilon);
       if (!add.ok()) return add.status();
       b.lower = std::max(b.lower, add->lower);
@@ -79,7 +80,9 @@ class McAccountant final : public Accountant {
     EpsilonBound b{remove->lower, remove->epsilon, remove->upper, Guarantee::kEstimate, 0};
     // epsilon_add < sum -log(1 - q_i) always; skip it when remove already exceeds that,
     // or when delta_add(remove->lower) <= delta is proven: then epsilon_add <= remove->lower.
-    if (NoteAdd(remove->lower < AddCap(), [&] { return AddBelow(remove->lower, delta); })) {
+    // An untrustworthy remove answer is already [0, inf): sampling add cannot narrow it.
+    if (NoteAdd(remove->lower < AddCap(), [&] { return AddBelow(remove->lower, delta); },
+                remove->at_epsilon.trustworthy)) {
       auto add = EpsilonFrom(/*add=*/true, delta);
       if (!add.ok()) return add.status();
       b.lower = std::max(b.lower, add->lower);
@@ -132,9 +135,10 @@ class McAccountant final : public Accountant {
 
   // Decides whether the add direction must be sampled, and notes why (not).
   template <typename Proven>
-  bool NoteAdd(bool below_cap, Proven proven_below) const {
+  bool NoteAdd(bool below_cap, Proven proven_below, bool remove_trustworthy) const {
     const char* why = !NeedAdd()       ? "not needed: symmetric ledger"
                       : !below_cap     ? "zero: above sum -log(1 - q_i)"
+                      : !remove_trustworthy ? "skipped: the remove direction is untrustworthy"
                       : proven_below() ? "skipped: Chernoff bound proves it smaller"
                                        : nullptr;
     diagnostics_.push_back({"add_direction", std::string(why != nullptr ? why : "sampled")});
@@ -160,15 +164,19 @@ class McAccountant final : public Accountant {
     if (!add) diagnostics_.push_back({"backend", std::string(pool.Backend())});
     // Above 10% relative error (or with few positive paths) the standard error itself
     // is unreliable, mostly from heavy-tailed IS weights on long ledgers (mc-evr.md
-    // 10.2): the normal-approximation interval can then miss the truth.
-    if (d.relative_std_error > 0.1 || d.num_positive < 30) {
+    // 10.2). Below kMinEffectiveSamples effective paths the interval is unbounded
+    // (pool_query.h); between, it is the ESS-floored band, which may still miss.
+    if (d.relative_std_error > 0.1 || !d.trustworthy) {
       diagnostics_.push_back(
           {"estimate_warning",
-           absl::StrFormat("%s direction: relative standard error %.3g with %d positive paths "
-                           "of %d; the interval may miss the truth (use more samples, or a "
-                           "certified accountant)",
-                           add ? "add" : "remove", d.relative_std_error, d.num_positive,
-                           pool.num_paths())});
+           absl::StrFormat("%s direction: relative standard error %.3g, effective sample size "
+                           "%.3g, %d positive paths of %d; %s (use more samples, another "
+                           "estimator, or a certified accountant)",
+                           add ? "add" : "remove", d.relative_std_error, d.ess, d.num_positive,
+                           pool.num_paths(),
+                           d.trustworthy ? "the interval may miss the truth"
+                                         : "too few effective paths to trust the estimate: "
+                                           "the interval is unbounded")});
     }
   }
 
@@ -254,7 +262,7 @@ class McAccountant final : public Accountant {
 
   bool Enough(const PoolDeltaEstimate& d, double target) const {
     // Spec 6.3: z SE / target <= 1% and n_pos >= 100.
-    return d.num_positive >= 100 && options_.confidence_z * d.std_error <= 0.01 * target;
+    return d.num_positive >= 100 && options_.confidence_z * d.band_std_error <= 0.01 * target;
   }
   bool CanGrow(const SamplePool& p) const {
     if (options_.num_samples != 0 || p.num_paths() >= options_.max_samples) return false;

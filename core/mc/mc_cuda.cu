@@ -30,7 +30,7 @@ std::string Err(cudaError_t e, const char* what) {
 int Blocks(int64_t n) { return static_cast<int>((n + kThreadsPerBlock - 1) / kThreadsPerBlock); }
 
 __global__ void StreamKernel(const StreamEvent* events, int num_events, uint64_t total_steps,
-                             bool importance, uint32_t stream, uint64_t seed, int64_t chunk0,
+                             int32_t kind, uint32_t stream, uint64_t seed, int64_t chunk0,
                              int64_t num_chunks, int64_t m, double eps, double* out_x,
                              double* out_x2, long long* out_pos) {
   const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -41,9 +41,7 @@ __global__ void StreamKernel(const StreamEvent* events, int num_events, uint64_t
   long long pos = 0;
   for (int64_t p = p0; p < p1; ++p) {
     const double x =
-        importance
-            ? StreamIsPath(events, num_events, total_steps, stream, seed, static_cast<uint64_t>(p), eps)
-            : StreamSmcPath(events, num_events, stream, seed, static_cast<uint64_t>(p), eps);
+        StreamPath(kind, events, num_events, total_steps, stream, seed, static_cast<uint64_t>(p), eps);
     a.Add(x);
     a2.Add(x * x);
     pos += x > 0;
@@ -72,7 +70,7 @@ int DeviceCount() {
 }
 
 std::string StreamEstimate(const StreamEvent* events, int num_events, int64_t total_steps,
-                           bool importance, uint32_t stream, uint64_t seed, int64_t num_samples,
+                           int32_t kind, uint32_t stream, uint64_t seed, int64_t num_samples,
                            double epsilon, Totals* out) {
   DeviceBuffer<StreamEvent> d_events;
   DPL_CUDA_TRY(d_events.Allocate(num_events), "cudaMalloc events");
@@ -93,7 +91,7 @@ std::string StreamEstimate(const StreamEvent* events, int num_events, int64_t to
   for (int64_t c0 = 0; c0 < num_chunks; c0 += batch) {
     const int64_t nc = std::min(batch, num_chunks - c0);
     StreamKernel<<<Blocks(nc), kThreadsPerBlock>>>(
-        d_events.ptr, num_events, static_cast<uint64_t>(total_steps), importance, stream, seed,
+        d_events.ptr, num_events, static_cast<uint64_t>(total_steps), kind, stream, seed,
         c0, nc, num_samples, epsilon, d_x.ptr, d_x2.ptr, d_pos.ptr);
     DPL_CUDA_TRY(cudaGetLastError(), "stream kernel launch");
     DPL_CUDA_TRY(cudaMemcpy(hx.data(), d_x.ptr, nc * sizeof(double), cudaMemcpyDeviceToHost),

@@ -26,8 +26,9 @@ struct Totals {
 
 // Streaming estimate (EstimateDeltaStreaming): paths [0, num_samples), chunks of
 // kStreamChunkPaths summed on the device, chunk sums added in order on the host.
+// `kind` is a StreamKind (mc_stream_math.h).
 std::string StreamEstimate(const StreamEvent* events, int num_events, int64_t total_steps,
-                           bool importance, uint32_t stream, uint64_t seed, int64_t num_samples,
+                           int32_t kind, uint32_t stream, uint64_t seed, int64_t num_samples,
                            double epsilon, Totals* out);
 
 // A pool's path state on the device (SMC: running sums; IS: IsPathState fields).

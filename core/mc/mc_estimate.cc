@@ -9,6 +9,8 @@
 #include "core/mc/mc_parallel.h"
 #include "core/mc/mc_step.h"
 #include "core/mc/mc_stream_math.h"
+#include "core/mc/mixture_choice.h"
+#include "core/mc/tilt_choice.h"
 
 namespace dpledger::core {
 namespace {
@@ -23,11 +25,53 @@ struct ChunkSums {
   int64_t num_positive = 0;
 };
 
+bool IsGaussianKind(const Mechanism& m) {
+  return m.kind() == MechanismKind::kGaussian || m.kind() == MechanismKind::kSubsampledGaussian;
+}
+
+// The tilts the request asks for: given, theta_MM per event (IS), or the saddle
+// point's (kTiltEvery); empty for SMC.
+absl::StatusOr<std::vector<double>> ResolveThetas(const McEstimateRequest& r) {
+  if (r.estimator == McEstimator::kSmc || r.estimator == McEstimator::kTiltMixture ||
+      !r.thetas.empty()) {
+    return r.thetas;
+  }
+  if (r.estimator == McEstimator::kTiltEvery) {
+    auto tilt = mc::ChooseSaddleTilt(r.events, r.epsilon);
+    if (!tilt.ok()) return tilt.status();
+    return std::move(tilt->thetas);
+  }
+  std::vector<double> thetas;
+  for (const MechanismEvent& ev : r.events) {
+    thetas.push_back(
+        mc::ThetaMm(ev.mechanism.normalized_noise(), ev.mechanism.sampling_rate(), r.epsilon));
+  }
+  return thetas;
+}
+
+// The step law of one event for the every-coordinate tilt: tilted Gaussian kinds;
+// theta = 0 is the untilted law written as a tilt (pi1 = q, no shift, log M = 0).
+absl::StatusOr<mc::McStep> TiltEveryStep(const Mechanism& m, double theta, size_t i) {
+  if (theta != 0) {
+    if (!IsGaussianKind(m)) {
+      return absl::UnimplementedError(absl::StrFormat(
+          "thetas[%d] = %g: the tilt_every estimator tilts Gaussian and subsampled_gaussian "
+          "steps only, got %s (give it theta 0)",
+          i, theta, std::string(MechanismKindName(m.kind()))));
+    }
+    return mc::MakeTiltedMcStep(m, theta);
+  }
+  mc::McStep s = mc::MakeMcStep(m, Direction::kRemove);
+  s.pi1 = s.q;
+  return s;
+}
+
 absl::StatusOr<std::vector<StreamEvent>> BuildEvents(const McEstimateRequest& r,
+                                                     const std::vector<double>& thetas,
+                                                     const std::vector<mc::McMix>& mixes,
                                                      int64_t* total_steps) {
   std::vector<StreamEvent> out;
   int64_t steps = 0;
-  const bool is = r.estimator == McEstimator::kImportanceSampling;
   for (size_t i = 0; i < r.events.size(); ++i) {
     const MechanismEvent& ev = r.events[i];
     if (ev.count < 1 || ev.count > kMaxEventCount) {
@@ -35,12 +79,15 @@ absl::StatusOr<std::vector<StreamEvent>> BuildEvents(const McEstimateRequest& r,
           absl::StrFormat("events[%d].count must be in [1, 2^40], got %d", i, ev.count));
     }
     StreamEvent se;
-    if (is) {
-      const double theta =
-          r.thetas.empty()
-              ? mc::ThetaMm(ev.mechanism.normalized_noise(), ev.mechanism.sampling_rate(),
-                            r.epsilon)
-              : r.thetas[i];
+    if (r.estimator == McEstimator::kTiltMixture) {
+      se.step = mc::MakeMcStep(ev.mechanism, Direction::kRemove);
+      se.mix = mixes[i];
+    } else if (r.estimator == McEstimator::kTiltEvery) {
+      auto step = TiltEveryStep(ev.mechanism, thetas[i], i);
+      if (!step.ok()) return step.status();
+      se.step = *step;
+    } else if (r.estimator == McEstimator::kImportanceSampling) {
+      const double theta = thetas[i];
       auto step = mc::MakeTiltedMcStep(ev.mechanism, theta);
       if (!step.ok()) {
         if (step.status().code() == absl::StatusCode::kInvalidArgument &&
@@ -72,24 +119,33 @@ absl::Status Validate(const McEstimateRequest& r) {
     return absl::InvalidArgumentError(
         absl::StrFormat("epsilon must be finite and >= 0, got %g", r.epsilon));
   }
-  if (r.estimator == McEstimator::kImportanceSampling) {
+  if (r.estimator != McEstimator::kSmc) {
     if (r.direction != Direction::kRemove) {
-      return absl::UnimplementedError(
-          "importance sampling covers the remove direction only (mc-evr.md 4.8); use SMC for "
-          "direction add");
+      return absl::UnimplementedError(absl::StrFormat(
+          "the %s estimator covers the remove direction only (mc-evr.md 4.8); use SMC for "
+          "direction add",
+          std::string(McEstimatorName(r.estimator))));
+    }
+    for (size_t i = 0; i < r.thetas.size(); ++i) {
+      if (!std::isfinite(r.thetas[i])) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("thetas[%d] must be finite, got %g", i, r.thetas[i]));
+      }
     }
     if (!r.thetas.empty() && r.thetas.size() != r.events.size()) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "thetas must be empty or have one entry per event (%d), got %d", r.events.size(),
           r.thetas.size()));
     }
-  } else if (!r.thetas.empty()) {
-    return absl::InvalidArgumentError("thetas apply to importance sampling only");
+  }
+  if (!r.thetas.empty() && (r.estimator == McEstimator::kSmc ||
+                            r.estimator == McEstimator::kTiltMixture)) {
+    return absl::InvalidArgumentError("thetas apply to the is and tilt_every estimators only");
   }
   return absl::OkStatus();
 }
 
-mc::cuda::Totals CpuStream(const std::vector<StreamEvent>& events, int64_t total_steps, bool is,
+mc::cuda::Totals CpuStream(const std::vector<StreamEvent>& events, int64_t total_steps, int32_t kind,
                            uint32_t stream, uint64_t seed, int64_t m, double eps, int threads) {
   const int64_t num_chunks = (m + mc::kStreamChunkPaths - 1) / mc::kStreamChunkPaths;
   mc::NeumaierSum sx, sx2;
@@ -103,12 +159,9 @@ mc::cuda::Totals CpuStream(const std::vector<StreamEvent>& events, int64_t total
       mc::NeumaierSum a, a2;
       int64_t pos = 0;
       for (int64_t p = p0; p < p1; ++p) {
-        const double x =
-            is ? mc::StreamIsPath(events.data(), static_cast<int>(events.size()),
-                                  static_cast<uint64_t>(total_steps), stream, seed,
-                                  static_cast<uint64_t>(p), eps)
-               : mc::StreamSmcPath(events.data(), static_cast<int>(events.size()), stream, seed,
-                                   static_cast<uint64_t>(p), eps);
+        const double x = mc::StreamPath(kind, events.data(), static_cast<int>(events.size()),
+                                        static_cast<uint64_t>(total_steps), stream, seed,
+                                        static_cast<uint64_t>(p), eps);
         a.Add(x);
         a2.Add(x * x);
         pos += x > 0;
@@ -125,6 +178,16 @@ mc::cuda::Totals CpuStream(const std::vector<StreamEvent>& events, int64_t total
 }
 
 }  // namespace
+
+std::string_view McEstimatorName(McEstimator estimator) {
+  switch (estimator) {
+    case McEstimator::kSmc: return "smc";
+    case McEstimator::kImportanceSampling: return "is";
+    case McEstimator::kTiltEvery: return "tilt_every";
+    case McEstimator::kTiltMixture: return "tilt_mixture";
+  }
+  return "unknown";
+}
 
 std::string_view McBackendName(McBackend backend) {
   switch (backend) {
@@ -159,15 +222,28 @@ void FinishEstimate(double sum_x, double sum_x2, int64_t num_positive, int64_t m
 absl::StatusOr<McEstimateResult> EstimateDeltaStreaming(const McEstimateRequest& request) {
   const auto start = std::chrono::steady_clock::now();
   if (absl::Status s = Validate(request); !s.ok()) return s;
+  auto thetas = ResolveThetas(request);
+  if (!thetas.ok()) return thetas.status();
+  std::vector<mc::McMix> mixes;
+  if (request.estimator == McEstimator::kTiltMixture) {
+    auto choice = mc::ChooseMixture(request.events, request.epsilon);
+    if (!choice.ok()) return choice.status();
+    mixes = std::move(choice->mixes);
+  }
   int64_t total_steps = 0;
-  auto events = BuildEvents(request, &total_steps);
+  auto events = BuildEvents(request, *thetas, mixes, &total_steps);
   if (!events.ok()) return events.status();
   if (total_steps >= (int64_t{1} << 56)) {
     return absl::InvalidArgumentError(
         absl::StrFormat("the ledger has %d steps; at most 2^56 are supported", total_steps));
   }
-  const bool is = request.estimator == McEstimator::kImportanceSampling;
-  const uint32_t stream = is ? mc::kStreamStreamIs
+  const int32_t kind = request.estimator == McEstimator::kImportanceSampling ? mc::kStreamKindOneTilt
+                       : request.estimator == McEstimator::kTiltEvery      ? mc::kStreamKindEveryTilt
+                       : request.estimator == McEstimator::kTiltMixture    ? mc::kStreamKindMixture
+                                                                           : mc::kStreamKindSmc;
+  const uint32_t stream = kind == mc::kStreamKindOneTilt     ? mc::kStreamStreamIs
+                          : kind == mc::kStreamKindEveryTilt ? mc::kStreamStreamTilt
+                          : kind == mc::kStreamKindMixture   ? mc::kStreamStreamMix
                           : request.direction == Direction::kAdd ? mc::kStreamStreamAdd
                                                                  : mc::kStreamStreamRemove;
   bool use_cuda = false;
@@ -186,17 +262,18 @@ absl::StatusOr<McEstimateResult> EstimateDeltaStreaming(const McEstimateRequest&
   if (use_cuda) {
 #if defined(DPLEDGER_HAVE_CUDA)
     const std::string err = mc::cuda::StreamEstimate(
-        events->data(), static_cast<int>(events->size()), total_steps, is, stream,
+        events->data(), static_cast<int>(events->size()), total_steps, kind, stream,
         request.seed, request.num_samples, request.epsilon, &totals);
     if (!err.empty()) return absl::InternalError("CUDA streaming estimate failed: " + err);
 #endif
     result.backend = "cuda";
   } else {
-    totals = CpuStream(*events, total_steps, is, stream, request.seed, request.num_samples,
+    totals = CpuStream(*events, total_steps, kind, stream, request.seed, request.num_samples,
                        request.epsilon, mc::ResolveThreads(request.num_threads));
     result.backend = "cpu";
   }
   FinishEstimate(totals.sum_x, totals.sum_x2, totals.num_positive, request.num_samples, &result);
+  result.thetas = std::move(*thetas);
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -11,6 +11,20 @@
 // * IS (spec 3.2, exponential tilt A, one uniformly chosen tilted coordinate):
 //   remove direction, Gaussian and subsampled Gaussian steps only (else
 //   UNIMPLEMENTED); thetas[i] applies to every step of events[i].
+// * kTiltEvery (issue 14): every coordinate drawn from its output-tilted law
+//   P_theta, log w = sum_i (log M_i(theta_i) - theta_i t_i) (mc_stream_math.h
+//   StreamTiltPath); unbiased for any thetas (exact likelihood ratios). Remove
+//   direction. thetas[i] applies to every step of events[i]; empty means the
+//   saddle-point tilts of tilt_choice.h at `epsilon`. Gaussian kinds are tilted;
+//   other mechanisms are drawn untilted and need theta 0 (else UNIMPLEMENTED).
+//   Pure-Gaussian events are one merged draw, so their cost does not grow with
+//   the count. The CUDA backend runs the same per-path math.
+// * kTiltMixture (issue 14): every coordinate drawn from the per-coordinate
+//   defensive mixture of mixture_choice.h (saddle-point loss tilt of the bulk,
+//   plus a far component for the one-big-step regime), weighted by the exact
+//   running log(p/g) (mc_mixture_math.h). Remove direction; no thetas (the
+//   proposal is chosen from (ledger, epsilon)). Other mechanisms ride along
+//   untilted. Unbiased for any proposal.
 // * Reproducible: path j uses Philox4x32-10 counters (seed, j, step, ...) only
 //   (mc_sample_math.h), and sums are reduced in a fixed chunk order, so the
 //   result is bit-identical for any num_threads; the CUDA backend draws the same
@@ -41,15 +55,20 @@ bool CudaDeviceAvailable();
 enum class McEstimator {
   kSmc,                 // simple Monte Carlo, any mechanism with a sampler
   kImportanceSampling,  // exponential tilt of one random coordinate (spec 3.2-A)
+  kTiltEvery,           // exponential tilt of every coordinate (issue 14)
+  kTiltMixture,         // per-coordinate defensive mixture (issue 14, mixture_choice.h)
 };
+// "smc", "is", "tilt_every", "tilt_mixture"
+std::string_view McEstimatorName(McEstimator estimator);
 
 struct McEstimateRequest {
   std::vector<MechanismEvent> events;  // the ledger, in order
   Direction direction = Direction::kRemove;
   double epsilon = 0;
   McEstimator estimator = McEstimator::kSmc;
-  // IS only: tilt theta_i (exponent units) for each entry of `events`; empty
-  // means theta_MM(epsilon) per event (spec 3.2-A).
+  // IS and kTiltEvery: tilt theta_i (exponent units) for each entry of `events`;
+  // empty means theta_MM(epsilon) per event (IS, spec 3.2-A) or the saddle-point
+  // tilts (kTiltEvery, tilt_choice.h).
   std::vector<double> thetas;
   uint64_t seed = 0;
   int64_t num_samples = 0;
@@ -64,6 +83,7 @@ struct McEstimateResult {
   int64_t num_positive = 0;  // #{x_j > 0}
   double ess = 0;            // (sum x)^2 / sum x^2
   int64_t num_samples = 0;
+  std::vector<double> thetas;  // IS and kTiltEvery: the tilts used, per event
   std::string backend;       // "cpu" or "cuda"
   double seconds = 0;
 };

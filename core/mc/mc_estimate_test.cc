@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/mc/mc_step.h"
+#include "core/mc/mc_test_support.h"
 #include "core/util/test_support.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -17,20 +18,9 @@ namespace {
 using ::dpledger::testing::StatusIs;
 using ::testing::HasSubstr;
 
-// Statistical checks assert |estimate - exact| <= 5 SE: with an approximately
-// normal mean the false-failure rate is 6e-7 per check (fixed seeds, so a pass is
-// reproducible; the bound says how unlikely a correct implementation fails).
-constexpr double kZ = 5.0;
-
-MechanismEvent Event(absl::StatusOr<Mechanism> m, int64_t count) {
-  return MechanismEvent{*m, count};
-}
-
-McEstimateResult Estimate(const McEstimateRequest& r) {
-  auto res = EstimateDeltaStreaming(r);
-  EXPECT_TRUE(res.ok()) << res.status();
-  return res.ok() ? *res : McEstimateResult{};
-}
+using mc_test::Event;
+using mc_test::kZ;
+using mc_test::Estimate;
 
 std::vector<MechanismEvent> HeterogeneousGaussian() {
   return {Event(Mechanism::Gaussian(2.0), 3), Event(Mechanism::Gaussian(1.0), 1),

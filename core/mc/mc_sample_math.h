@@ -70,6 +70,9 @@ enum McStream : uint32_t {
   kStreamStreamIs = 3,      // streaming IS (random tilted coordinate, 3.2)
   kStreamStreamRemove = 4,  // streaming SMC, remove direction
   kStreamStreamAdd = 5,     // streaming SMC, add direction
+  kStreamStreamTilt = 6,    // streaming every-coordinate tilt (mc_stream_math.h)
+  kStreamStreamMix = 7,     // streaming per-coordinate mixture (mc_mixture_math.h)
+  kStreamPoolMix = 8,       // per-coordinate mixture pool
 };
 
 // Draws within one step.

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "core/mc/mc_mixture_math.h"
 #include "core/mc/mc_sample_math.h"
 #include "core/util/host_device.h"
 
@@ -13,6 +14,7 @@ namespace dpledger::core::mc {
 // One ledger event as the streaming loop sees it.
 struct StreamEvent {
   McStep step;
+  McMix mix;  // kTiltMixture only
   int64_t count = 1;
   int64_t first_step = 0;  // global index of the event's first step
 };
@@ -69,6 +71,110 @@ DPL_HOST_DEVICE inline double StreamIsPath(const StreamEvent* events, int num_ev
   if (!(y > eps)) return 0.0;
   const double log_w = std::log(static_cast<double>(total_steps)) - lse;
   return -std::expm1(eps - y) * std::exp(log_w);
+}
+
+// Exponential tilt of EVERY coordinate (the classical large-deviations proposal
+// for a sum; Siegmund 1976, Sadowsky & Bucklew 1990): each Gaussian-kind step is
+// drawn from its output-tilted law P_theta (GaussianKindOutput(.., true)) and
+//   log w = sum_i (log M_i(theta_i) - theta_i t_i)
+// is a running sum, so the weight is the exact likelihood ratio dP/dP_theta of
+// the whole path and x = w (1 - e^{eps - y})_+ is unbiased for delta(eps) for
+// ANY tilts (the tilts only change the variance). Steps with theta = 0 and
+// non-Gaussian kinds are drawn untilted (log M(0) = 0). A pure-Gaussian event
+// of count c is one merged draw: the sum of its tilted outputs is
+// T ~ N(c (1 + theta sigma^2), c sigma^2), its loss (T - c/2)/sigma^2 and its log
+// weight c log M(theta) - theta T, so its cost does not grow with c.
+// Returns x; *log_w and *y (may be null) receive the path's log weight and loss.
+DPL_HOST_DEVICE inline double StreamTiltPath(const StreamEvent* events, int num_events,
+                                             uint32_t stream, uint64_t seed, uint64_t path,
+                                             double eps, double* log_w_out = nullptr,
+                                             double* y_out = nullptr) {
+  double y = 0, log_w = 0;
+  for (int e = 0; e < num_events; ++e) {
+    const StreamEvent& ev = events[e];
+    const McStep& s = ev.step;
+    const uint64_t first = static_cast<uint64_t>(ev.first_step);
+    if (s.kind == kStepGaussian) {
+      const double c = static_cast<double>(ev.count);
+      const double z = StandardNormal(DrawBlock(seed, path, first, stream, kDrawMain));
+      const double t_sum = c * (1.0 + s.shift) + std::sqrt(c) * s.sigma * z;
+      y += (t_sum - 0.5 * c) * s.inv_s2;
+      log_w += c * s.log_mgf - s.theta * t_sum;
+      continue;
+    }
+    if (s.kind != kStepSubsampledGaussian) {
+      for (int64_t i = 0; i < ev.count; ++i) {
+        y += SampleLoss(s, DrawBlock(seed, path, first + i, stream, kDrawMain));
+      }
+      continue;
+    }
+    for (int64_t i = 0; i < ev.count; ++i) {
+      const double t =
+          GaussianKindOutput(s, DrawBlock(seed, path, first + i, stream, kDrawMain), true);
+      y += GaussianKindLoss(s, t);
+      log_w -= TiltLogRatio(s, t);
+    }
+  }
+  if (log_w_out != nullptr) *log_w_out = log_w;
+  if (y_out != nullptr) *y_out = y;
+  return y > eps ? -std::expm1(eps - y) * std::exp(log_w) : 0.0;
+}
+
+// Per-coordinate defensive mixture (mc_mixture_math.h): every step from its
+// event's mixture proposal, log w the running sum of log(p/g). A Gaussian (q = 1)
+// event with one component (an exact exponential tilt) is one merged draw: the
+// sum of its outputs is T ~ N(c m, c sigma^2), its loss (T - c/2)/sigma^2 and its
+// log weight loss - m (T - c m/2)/sigma^2.
+DPL_HOST_DEVICE inline double StreamMixPath(const StreamEvent* events, int num_events,
+                                            uint32_t stream, uint64_t seed, uint64_t path,
+                                            double eps, double* log_w_out = nullptr,
+                                            double* y_out = nullptr) {
+  double y = 0, log_w = 0;
+  for (int e = 0; e < num_events; ++e) {
+    const StreamEvent& ev = events[e];
+    const McStep& s = ev.step;
+    const uint64_t first = static_cast<uint64_t>(ev.first_step);
+    if (s.kind == kStepGaussian && ev.mix.num <= 1) {
+      const double c = static_cast<double>(ev.count);
+      const double m = ev.mix.num == 1 ? ev.mix.mean[0] : 1.0;
+      const double z = StandardNormal(DrawBlock(seed, path, first, stream, kDrawMain));
+      const double t_sum = c * m + std::sqrt(c) * s.sigma * z;
+      const double loss = (t_sum - 0.5 * c) * s.inv_s2;
+      y += loss;
+      if (ev.mix.num == 1) log_w += loss - m * (t_sum - 0.5 * c * m) * s.inv_s2;
+      continue;
+    }
+    for (int64_t i = 0; i < ev.count; ++i) {
+      y += MixDrawStep(ev.mix, s, DrawBlock(seed, path, first + i, stream, kDrawMain), &log_w);
+    }
+  }
+  if (log_w_out != nullptr) *log_w_out = log_w;
+  if (y_out != nullptr) *y_out = y;
+  return y > eps ? -std::expm1(eps - y) * std::exp(log_w) : 0.0;
+}
+
+// Which per-path estimator a streaming run uses (McEstimator, as plain data for
+// the kernel).
+enum StreamKind : int32_t {
+  kStreamKindSmc = 0,
+  kStreamKindOneTilt = 1,    // StreamIsPath
+  kStreamKindEveryTilt = 2,  // StreamTiltPath
+  kStreamKindMixture = 3,    // StreamMixPath
+};
+
+DPL_HOST_DEVICE inline double StreamPath(int32_t kind, const StreamEvent* events, int num_events,
+                                         uint64_t total_steps, uint32_t stream, uint64_t seed,
+                                         uint64_t path, double eps) {
+  switch (kind) {
+    case kStreamKindOneTilt:
+      return StreamIsPath(events, num_events, total_steps, stream, seed, path, eps);
+    case kStreamKindEveryTilt:
+      return StreamTiltPath(events, num_events, stream, seed, path, eps);
+    case kStreamKindMixture:
+      return StreamMixPath(events, num_events, stream, seed, path, eps);
+    default:
+      return StreamSmcPath(events, num_events, stream, seed, path, eps);
+  }
 }
 
 }  // namespace dpledger::core::mc

@@ -1,9 +1,11 @@
 #include "core/mc/pool_ledger.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_format.h"
 #include "core/mc/mc_step.h"
+#include "core/mc/mixture_choice.h"
 
 namespace dpledger::core::mc {
 
@@ -25,7 +27,9 @@ absl::StatusOr<McStep> PoolLedger::StepFor(const MechanismEvent& event) const {
     return absl::InvalidArgumentError(absl::StrFormat(
         "count %d would take the pool past 2^56 steps", event.count));
   }
-  if (options_.estimator == McEstimator::kSmc) return MakeMcStep(event.mechanism, options_.direction);
+  if (options_.estimator == McEstimator::kSmc || options_.estimator == McEstimator::kTiltMixture) {
+    return MakeMcStep(event.mechanism, options_.direction);
+  }
   const Mechanism& m = event.mechanism;
   const double theta = ThetaMm(m.normalized_noise(), m.sampling_rate(), options_.target_epsilon);
   auto step = MakeTiltedMcStep(m, theta);
@@ -33,13 +37,41 @@ absl::StatusOr<McStep> PoolLedger::StepFor(const MechanismEvent& event) const {
   return *step;
 }
 
-int32_t PoolLedger::Add(const MechanismEvent& event, const McStep& step, int64_t* first_step) {
+absl::StatusOr<McMix> PoolLedger::MixFor(const MechanismEvent& event) {
+  auto same = [&](const auto& c) { return c.first == event.mechanism; };
+  if (auto it = std::find_if(mix_cache_.begin(), mix_cache_.end(), same); it != mix_cache_.end()) {
+    return it->second;
+  }
+  const auto& tl = options_.tilt_ledger;
+  const bool in_plan = std::any_of(tl.begin(), tl.end(), [&](const MechanismEvent& e) {
+    return e.mechanism == event.mechanism;
+  });
+  std::vector<MechanismEvent> ledger = in_plan ? tl : events_;
+  if (!in_plan) ledger.push_back(event);
+  auto choice = ChooseMixture(ledger, options_.target_epsilon);
+  if (!choice.ok()) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "the tilt_mixture pool cannot choose a proposal for %s: %s",
+        std::string(MechanismKindName(event.mechanism.kind())), choice.status().message()));
+  }
+  for (size_t i = 0; i < ledger.size(); ++i) {
+    if (ledger[i].mechanism == event.mechanism) {
+      mix_cache_.emplace_back(event.mechanism, choice->mixes[i]);
+      return choice->mixes[i];
+    }
+  }
+  return McMix{};
+}
+
+int32_t PoolLedger::Add(const MechanismEvent& event, const McStep& step, int64_t* first_step,
+                        const McMix& mix) {
   *first_step = num_steps_;
   if (!events_.empty() && events_.back().mechanism == event.mechanism) {
     events_.back().count += event.count;
   } else {
     events_.push_back(event);
     steps_.push_back(step);
+    mixes_.push_back(mix);
     first_steps_.push_back(num_steps_);
   }
   num_steps_ += event.count;
@@ -50,6 +82,7 @@ int32_t PoolLedger::Add(const MechanismEvent& event, const McStep& step, int64_t
 
 uint32_t PoolLedger::stream() const {
   if (options_.estimator == McEstimator::kImportanceSampling) return kStreamPoolIs;
+  if (options_.estimator == McEstimator::kTiltMixture) return kStreamPoolMix;
   return options_.direction == Direction::kAdd ? kStreamPoolAdd : kStreamPoolRemove;
 }
 
@@ -59,10 +92,15 @@ absl::Status ValidatePoolOptions(const SamplePoolOptions& o) {
         "num_paths must be in [2, %d] (kMaxMcSamples, bounding pool memory), got %d",
         kMaxMcSamples, o.num_paths));
   }
-  if (o.estimator == McEstimator::kImportanceSampling) {
+  if (o.estimator == McEstimator::kTiltEvery) {
+    return absl::UnimplementedError(
+        "sample pools hold smc, is or tilt_mixture paths; tilt_every is streaming only");
+  }
+  if (o.estimator == McEstimator::kImportanceSampling || o.estimator == McEstimator::kTiltMixture) {
     if (o.direction != Direction::kRemove) {
-      return absl::UnimplementedError(
-          "an importance-sampling pool samples the remove direction only (mc-evr.md 6.5)");
+      return absl::UnimplementedError(absl::StrFormat(
+          "an %s pool samples the remove direction only (mc-evr.md 6.5)",
+          std::string(McEstimatorName(o.estimator))));
     }
     if (!std::isfinite(o.target_epsilon) || o.target_epsilon < 0) {
       return absl::InvalidArgumentError(absl::StrFormat(

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/mc/mc_mixture_math.h"
 #include "core/mc/mc_sample_math.h"
 #include "core/mc/sample_pool.h"
 
@@ -19,12 +20,17 @@ class PoolLedger {
 
   // The McStep `event` would get; errors as SamplePool::Append.
   absl::StatusOr<McStep> StepFor(const MechanismEvent& event) const;
+  // Mixture pools: the proposal of `event`'s mechanism (cached per mechanism;
+  // sample_pool.h says how it is chosen). Errors of ChooseMixture pass through.
+  absl::StatusOr<McMix> MixFor(const MechanismEvent& event);
   // Records a validated event; returns its merged event index. `first_step`
   // receives the global index of its first step.
-  int32_t Add(const MechanismEvent& event, const McStep& step, int64_t* first_step);
+  int32_t Add(const MechanismEvent& event, const McStep& step, int64_t* first_step,
+              const McMix& mix = {});
 
   const std::vector<MechanismEvent>& events() const { return events_; }
   const std::vector<McStep>& steps() const { return steps_; }
+  const std::vector<McMix>& mixes() const { return mixes_; }  // mixture pools, per event
   // Global index of the first step of each merged event.
   const std::vector<int64_t>& first_steps() const { return first_steps_; }
   int64_t num_steps() const { return num_steps_; }
@@ -39,6 +45,8 @@ class PoolLedger {
   SamplePoolOptions options_;
   std::vector<MechanismEvent> events_;
   std::vector<McStep> steps_;
+  std::vector<McMix> mixes_;
+  std::vector<std::pair<Mechanism, McMix>> mix_cache_;
   std::vector<int64_t> first_steps_;
   int64_t num_steps_ = 0;
   bool has_infinite_loss_ = false;

@@ -21,11 +21,58 @@ PoolDeltaEstimate Finish(const PoolSums& s, int64_t m, double z) {
   r.ess = base.ess;
   r.num_samples = m;
   r.relative_std_error = r.delta_hat > 0 ? r.std_error / r.delta_hat : kInf;
-  r.lower = std::max(0.0, r.delta_hat - z * r.std_error);
-  r.upper = r.delta_hat + z * r.std_error;
+  r.band_std_error =
+      r.ess > 0 ? std::max(r.std_error, r.delta_hat / std::sqrt(r.ess)) : r.std_error;
+  r.trustworthy = r.ess >= kMinEffectiveSamples && r.num_positive >= kMinPositivePaths;
+  r.lower = r.trustworthy ? std::max(0.0, r.delta_hat - z * r.band_std_error) : 0.0;
+  r.upper = r.trustworthy ? std::min(1.0, r.delta_hat + z * r.band_std_error) : 1.0;
   r.slope = s.sum_slope / static_cast<double>(m);
   r.reliable = r.num_positive >= 100 && r.relative_std_error <= kReliableRelativeError;
   return r;
+}
+
+// Grid points per pass and passes of the band search: the bracket shrinks 17x a
+// pass, to ~1.4e-6 of its start after 5.
+constexpr int kBandPoints = 16;
+constexpr int kBandPasses = 5;
+
+// Where the band end (delta_hat +- z band_SE) crosses delta in [a, b], scanning
+// away from the estimate (the pool is most accurate near it): upper band, the
+// first eps above a with band <= delta (b if none); lower band, the first eps
+// below b with band >= delta (a if none). Untrustworthy points count as band
+// [0, 1].
+absl::StatusOr<double> BandCrossing(const SamplePool& pool, Direction query, double z,
+                                    double delta, double a, double b, bool upper_band,
+                                    int* evaluations) {
+  const int64_t m = pool.num_paths();
+  for (int pass = 0; pass < kBandPasses && b - a > 1e-12 * (1 + b); ++pass) {
+    std::vector<double> grid(kBandPoints);
+    for (int i = 0; i < kBandPoints; ++i) grid[i] = a + (b - a) * (i + 1) / (kBandPoints + 1);
+    auto ev = pool.Evaluate(grid, query);
+    if (!ev.ok()) return ev.status();
+    ++*evaluations;
+    double na = a, nb = b;
+    if (upper_band) {  // scan up from eps_hat: the first point with band <= delta
+      for (int i = 0; i < kBandPoints; ++i) {
+        if (Finish(ev->sums[i], m, z).upper <= delta) {
+          nb = grid[i];
+          break;
+        }
+        na = grid[i];
+      }
+    } else {  // scan down from eps_hat: the first point with band >= delta
+      for (int i = kBandPoints - 1; i >= 0; --i) {
+        if (Finish(ev->sums[i], m, z).lower >= delta) {
+          na = grid[i];
+          break;
+        }
+        nb = grid[i];
+      }
+    }
+    a = na;
+    b = nb;
+  }
+  return upper_band ? b : a;
 }
 
 }  // namespace
@@ -104,8 +151,22 @@ absl::StatusOr<PoolEpsilonEstimate> PoolEpsilonForDelta(const SamplePool& pool, 
   out.epsilon = eps;
   out.at_epsilon = at;
   out.std_error = at.slope < 0 ? at.std_error / -at.slope : kInf;
-  out.lower = std::max(0.0, eps - z * out.std_error);
-  out.upper = eps + z * out.std_error;
+  if (!at.trustworthy) {
+    out.lower = 0;
+    out.upper = kInf;
+    return out;
+  }
+  // upper: the band's upper end crosses delta in [eps, top] (it is 0 above the
+  // largest loss); lower: its lower end crosses delta in [0, eps].
+  const double top = mirror_top ? -ev->min_loss : ev->max_loss;
+  auto upper = BandCrossing(pool, query, z, delta, eps, std::max(top, eps), /*upper_band=*/true,
+                            &out.band_evaluations);
+  if (!upper.ok()) return upper.status();
+  auto lower = BandCrossing(pool, query, z, delta, 0, eps, /*upper_band=*/false,
+                            &out.band_evaluations);
+  if (!lower.ok()) return lower.status();
+  out.lower = *lower;
+  out.upper = *upper;
   return out;
 }
 

@@ -12,7 +12,11 @@ absl::Status SamplePool::AppendAll(std::span<const MechanismEvent> events) {
 }
 
 size_t PoolBytesPerPath(McEstimator estimator) {
-  return estimator == McEstimator::kSmc ? sizeof(double) : 4 * sizeof(double) + sizeof(int32_t);
+  switch (estimator) {
+    case McEstimator::kSmc: return sizeof(double);
+    case McEstimator::kTiltMixture: return 2 * sizeof(double);
+    default: return 4 * sizeof(double) + sizeof(int32_t);
+  }
 }
 
 absl::StatusOr<std::unique_ptr<SamplePool>> CreateSamplePool(const SamplePoolOptions& options) {
@@ -28,7 +32,10 @@ absl::StatusOr<std::unique_ptr<SamplePool>> CreateSamplePool(const SamplePoolOpt
     cuda = CudaDeviceAvailable();
   }
 #if defined(DPLEDGER_HAVE_CUDA)
-  if (cuda) return mc::CreateCudaSamplePool(options);
+  // The device pool has no mixture kernel yet; the CPU runs the same shared math.
+  if (cuda && options.estimator != McEstimator::kTiltMixture) {
+    return mc::CreateCudaSamplePool(options);
+  }
 #endif
   (void)cuda;
   return mc::CreateCpuSamplePool(options);

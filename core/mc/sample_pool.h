@@ -10,6 +10,15 @@
 //   a_T (doubles) and the tilted event (int32): 36 bytes/path. Remove direction,
 //   Gaussian and subsampled Gaussian steps only. theta_i = theta_MM(sigma_i,
 //   q_i, options.target_epsilon) is fixed when step i is appended.
+// * Mixture pool (McEstimator::kTiltMixture, issue 14): every coordinate from the
+//   per-coordinate defensive mixture (mixture_choice.h, mc_mixture_math.h); per path
+//   the running loss sum and running log(p/g) (16 bytes/path), so appending a step
+//   is O(1) per path. Remove direction. A mechanism's mixture is chosen at its
+//   first Append by ChooseMixture(options.tilt_ledger, or the pool's ledger with
+//   the new event when tilt_ledger lacks the mechanism, options.target_epsilon):
+//   deterministic, never from the pool's values. Any mechanism (non-Gaussian
+//   steps ride along untilted, except approx_dp with delta > 0, whose CGF is
+//   infinite: UNIMPLEMENTED). CPU only: a CUDA request runs on the CPU backend.
 // * Deterministic: path p's state depends only on (seed, p, ledger) (Philox
 //   counters, mc_sample_math.h), so a pool is the same whether steps came one by
 //   one or in one batch, for any thread count, and an evicted pool is rebuilt
@@ -48,7 +57,10 @@ struct SamplePoolOptions {
   Direction direction = Direction::kRemove;  // the law sampled (IS: remove only)
   int64_t num_paths = 100000;                // m in [2, kMaxMcSamples]
   uint64_t seed = 0;
-  double target_epsilon = 1.0;  // IS only: epsilon the tilt is tuned for (>= 0)
+  double target_epsilon = 1.0;  // IS, mixture: epsilon the tilt is tuned for (>= 0)
+  // Mixture only: the ledger the proposal is chosen for (see above); empty: the
+  // pool's own ledger at each new mechanism's first Append.
+  std::vector<MechanismEvent> tilt_ledger;
   McBackend backend = McBackend::kAuto;  // kAuto: CUDA if a device is present
   int num_threads = 0;                   // CPU backend; 0: all cores
 };
@@ -106,7 +118,7 @@ class SamplePool {
 
 absl::StatusOr<std::unique_ptr<SamplePool>> CreateSamplePool(const SamplePoolOptions& options);
 
-// Bytes of path state per path: 8 (SMC) or 36 (IS), spec 6.4.
+// Bytes of path state per path: 8 (SMC), 36 (IS, spec 6.4) or 16 (mixture).
 size_t PoolBytesPerPath(McEstimator estimator);
 
 }  // namespace dpledger::core

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "core/mc/mc_parallel.h"
+#include "core/mc/mc_mixture_math.h"
 #include "core/mc/mc_sample_math.h"
 #include "core/mc/pool_ledger.h"
 
@@ -30,8 +31,14 @@ class CpuSamplePool final : public LedgerPool {
   absl::Status Append(const MechanismEvent& event) override {
     auto step = ledger_.StepFor(event);
     if (!step.ok()) return step.status();
+    McMix mix;
+    if (mixture()) {
+      auto m = ledger_.MixFor(event);
+      if (!m.ok()) return m.status();
+      mix = *m;
+    }
     int64_t first = 0;
-    const int32_t e = ledger_.Add(event, *step, &first);
+    const int32_t e = ledger_.Add(event, *step, &first, mix);
     ForChunks(0, num_paths_, [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) AdvancePath(p, e, first, event.count);
     });
@@ -127,10 +134,12 @@ class CpuSamplePool final : public LedgerPool {
 
  private:
   bool is() const { return options_.estimator == McEstimator::kImportanceSampling; }
+  bool mixture() const { return options_.estimator == McEstimator::kTiltMixture; }
 
   void Resize(int64_t m) {
     num_paths_ = m;
     s_.resize(m, 0.0);
+    if (mixture()) l_u_.resize(m, 0.0);  // running log(p/g)
     if (is()) {
       l_u_.resize(m, -kInf);
       y_t_.resize(m, 0.0);
@@ -152,6 +161,20 @@ class CpuSamplePool final : public LedgerPool {
   void AdvancePath(int64_t p, int32_t e, int64_t first, int64_t count) {
     const uint64_t seed = options_.seed, path = static_cast<uint64_t>(p);
     const McStep* steps = ledger_.steps().data();
+    if (mixture()) {
+      const McStep& s = steps[e];
+      const McMix& mix = ledger_.mixes()[e];
+      double y = s_[p], lw = l_u_[p];
+      for (int64_t i = 0; i < count; ++i) {
+        y += MixDrawStep(mix, s,
+                         DrawBlock(seed, path, static_cast<uint64_t>(first + i), kStreamPoolMix,
+                                   kDrawMain),
+                         &lw);
+      }
+      s_[p] = y;
+      l_u_[p] = lw;
+      return;
+    }
     if (!is()) {
       const McStep& s = steps[e];
       const uint32_t stream = ledger_.stream();
@@ -175,6 +198,11 @@ class CpuSamplePool final : public LedgerPool {
   }
 
   void PathValue(int64_t p, uint64_t n, double* y, double* log_w) const {
+    if (mixture()) {
+      *y = s_[p];
+      *log_w = l_u_[p];
+      return;
+    }
     if (!is()) {
       *y = s_[p];
       *log_w = 0;
@@ -192,8 +220,8 @@ class CpuSamplePool final : public LedgerPool {
 
   int threads_;
   int64_t num_paths_ = 0;
-  std::vector<double> s_;  // SMC: loss sum; IS: S_u
-  std::vector<double> l_u_, y_t_, a_t_;
+  std::vector<double> s_;  // SMC, mixture: loss sum; IS: S_u
+  std::vector<double> l_u_, y_t_, a_t_;  // IS: L_u, y_T, a_T; mixture: l_u_ = log w
   std::vector<int32_t> tilted_;
 };
 

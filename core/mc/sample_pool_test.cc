@@ -6,6 +6,7 @@
 #include "core/accountants/analytic_gaussian.h"
 #include "core/mc/mc_step.h"
 #include "core/mc/pool_query.h"
+#include "core/mc/mc_test_support.h"
 #include "core/util/test_support.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -19,13 +20,8 @@ namespace {
 using ::dpledger::testing::StatusIs;
 using ::testing::HasSubstr;
 
-// Statistical checks allow 5 SE (false-failure rate 6e-7 per check under a
-// normal approximation) plus the stated precision of the reference.
-constexpr double kZ = 5.0;
-
-MechanismEvent Event(absl::StatusOr<Mechanism> m, int64_t count) {
-  return MechanismEvent{*m, count};
-}
+using mc_test::Event;
+using mc_test::kZ;
 
 std::unique_ptr<SamplePool> Pool(const SamplePoolOptions& o) {
   auto p = CreateSamplePool(o);
@@ -113,16 +109,22 @@ TEST(SamplePool, PathsAreBitIdenticalForAnyThreadCountAndAppendOrder) {
   const std::vector<MechanismEvent> ledger = {
       Event(Mechanism::SubsampledGaussian(0.9, 0.02), 7), Event(Mechanism::Gaussian(3.0), 2),
       Event(Mechanism::SubsampledGaussian(1.2, 0.1), 5)};
-  for (McEstimator est : {McEstimator::kSmc, McEstimator::kImportanceSampling}) {
+  for (McEstimator est : {McEstimator::kSmc, McEstimator::kImportanceSampling,
+                         McEstimator::kTiltMixture}) {
+    // A mixture pool's proposal depends on the ledger it is chosen for: given as
+    // tilt_ledger, batch and one-by-one appends draw the same paths.
+    const std::vector<MechanismEvent> plan =
+        est == McEstimator::kTiltMixture ? ledger : std::vector<MechanismEvent>{};
     std::vector<double> y1, w1;
     auto batch = Pool({.estimator = est, .num_paths = 5000, .seed = 77, .target_epsilon = 2,
-                       .backend = McBackend::kCpu, .num_threads = 1});
+                       .tilt_ledger = plan, .backend = McBackend::kCpu, .num_threads = 1});
     ASSERT_TRUE(batch->AppendAll(ledger).ok());
     ASSERT_TRUE(batch->ReadPaths(&y1, &w1).ok());
     for (int threads : {2, 8}) {
       // Step by step, other thread counts.
       auto online = Pool({.estimator = est, .num_paths = 5000, .seed = 77, .target_epsilon = 2,
-                          .backend = McBackend::kCpu, .num_threads = threads});
+                          .tilt_ledger = plan, .backend = McBackend::kCpu,
+                          .num_threads = threads});
       for (const MechanismEvent& e : ledger) {
         for (int64_t i = 0; i < e.count; ++i) ASSERT_TRUE(online->Append({e.mechanism, 1}).ok());
       }
@@ -141,7 +143,7 @@ TEST(SamplePool, PathsAreBitIdenticalForAnyThreadCountAndAppendOrder) {
     }
     // Growing a small pool gives the paths of a pool built that large.
     auto small = Pool({.estimator = est, .num_paths = 1234, .seed = 77, .target_epsilon = 2,
-                       .backend = McBackend::kCpu});
+                       .tilt_ledger = plan, .backend = McBackend::kCpu});
     ASSERT_TRUE(small->AppendAll(ledger).ok());
     ASSERT_TRUE(small->Grow(5000).ok());
     std::vector<double> y3, w3;
@@ -193,6 +195,24 @@ TEST(SamplePool, SymmetricLedgerAnswersTheSameInBothDirections) {
   EXPECT_NEAR(mid->epsilon, GaussianEpsilon(1.0, 1e-3).hi, kZ * mid->std_error);
 }
 
+TEST(SamplePool, MixturePoolMatchesGaussianClosedFormAtTinyDelta) {
+  // Issue 14: 1200 Gaussian steps of sigma 70 at delta 1e-10 gave no positive SMC
+  // path. The mixture pool tilts every step exactly (q = 1): its inverted band
+  // contains the closed form, and is narrow.
+  auto pool = Pool({.estimator = McEstimator::kTiltMixture, .num_paths = 20000, .seed = 31,
+                    .target_epsilon = 3.5, .backend = McBackend::kCpu});
+  ASSERT_TRUE(pool->Append(Event(Mechanism::Gaussian(70.0), 1200)).ok());
+  const double mu = std::sqrt(1200.0) / 70;
+  const EpsilonBracket exact = GaussianEpsilon(mu, 1e-10);
+  auto e = PoolEpsilonForDelta(*pool, 1e-10, Direction::kRemove);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_TRUE(e->at_epsilon.trustworthy);
+  EXPECT_LE(e->lower, exact.lo);
+  EXPECT_GE(e->upper, exact.hi);
+  EXPECT_LT(e->upper - e->lower, 0.02 * exact.hi);
+  EXPECT_EQ(pool->MemoryBytes(), 20000u * 16 + sizeof(mc::McStep));
+}
+
 TEST(SamplePool, ReportsItsMemory) {
   auto smc = Pool({.num_paths = 1000, .backend = McBackend::kCpu});
   auto is = Pool({.estimator = McEstimator::kImportanceSampling, .num_paths = 1000,
@@ -220,6 +240,16 @@ TEST(SamplePool, RejectsWhatItCannotDo) {
   EXPECT_THAT(CreateSamplePool({.estimator = McEstimator::kImportanceSampling,
                                 .direction = Direction::kAdd}),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("remove")));
+  EXPECT_THAT(CreateSamplePool({.estimator = McEstimator::kTiltMixture,
+                                .direction = Direction::kAdd}),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("remove")));
+  EXPECT_THAT(CreateSamplePool({.estimator = McEstimator::kTiltEvery}),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("streaming")));
+  auto mix = Pool({.estimator = McEstimator::kTiltMixture, .num_paths = 100,
+                   .backend = McBackend::kCpu});
+  EXPECT_THAT(mix->Append(Event(Mechanism::ApproxDp(0.5, 1e-3), 1)),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("approx_dp")));
+  EXPECT_EQ(mix->num_steps(), 0);
   EXPECT_THAT(PoolEpsilonForDelta(*smc, 0, Direction::kRemove),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("delta")));
 }
