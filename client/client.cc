@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 
 namespace dpledger::client {
@@ -119,8 +120,23 @@ void Client::Backoff(int next_attempt) const {
   double wait = static_cast<double>(r.initial_backoff_ms);
   for (int i = 2; i < next_attempt && wait < r.max_backoff_ms; ++i) wait *= r.backoff_multiplier;
   wait = std::min(wait, static_cast<double>(r.max_backoff_ms)) * Jitter();
-  const auto until = std::chrono::system_clock::now() +
-                     std::chrono::microseconds(static_cast<int64_t>(wait * 1000));
+  WaitUntil(std::chrono::system_clock::now() +
+            std::chrono::microseconds(static_cast<int64_t>(wait * 1000)));
+}
+
+bool Client::Retryable(const absl::Status& status, int64_t* hint_ms) const {
+  *hint_ms = -1;
+  if (IsRetryable(status.code())) return true;
+  const int64_t hint = RetryAfterMs(status);
+  if (status.code() != absl::StatusCode::kResourceExhausted || hint < 0 ||
+      hint > options_.retry.max_retry_after_ms) {
+    return false;
+  }
+  *hint_ms = hint;
+  return true;
+}
+
+void Client::WaitUntil(std::chrono::system_clock::time_point until) const {
   // Wait on the channel rather than merely sleep: with the sync API a connection
   // attempt makes progress only while some thread polls for it (otherwise only
   // gRPC's 5 s backup poller does), so reconnecting to a restarted server would
@@ -137,19 +153,28 @@ bool Client::WaitForConnected(int64_t timeout_ms) {
 template <typename Fn>
 absl::Status Client::WithRetries(Fn attempt) const {
   absl::Status status;
+  int64_t hint_ms = -1;  // the server's wait before the next attempt; -1: the backoff
   for (int i = 1; i <= options_.retry.max_attempts; ++i) {
-    if (i > 1) Backoff(i);
+    if (i > 1) {
+      if (hint_ms >= 0) {
+        // Never earlier than asked; spread so shed clients do not come back together.
+        WaitUntil(std::chrono::system_clock::now() +
+                  std::chrono::microseconds(static_cast<int64_t>(hint_ms * 1000 * (2 - Jitter()))));
+      } else {
+        Backoff(i);
+      }
+    }
     status = attempt(i);
-    if (status.ok() || !IsRetryable(status.code())) return status;
+    if (status.ok() || !Retryable(status, &hint_ms)) return status;
   }
   return status;
 }
 
 // One retried unary call: fills `out` from stub method `method`.
-#define DPL_UNARY_CALL(method, request, out)                          \
-  WithRetries([&](int) {                                              \
-    auto context = NewContext(options_.timeout_ms);                   \
-    return FromGrpc(stub_->method(context.get(), (request), &(out))); \
+#define DPL_UNARY_CALL(method, request, out)                                     \
+  WithRetries([&](int) {                                                         \
+    auto context = NewContext(options_.timeout_ms);                              \
+    return FromCall(*context, stub_->method(context.get(), (request), &(out)));  \
   })
 
 absl::StatusOr<v1::Job> Client::CreateJob(v1::CreateJobRequest request) {
@@ -159,7 +184,7 @@ absl::StatusOr<v1::Job> Client::CreateJob(v1::CreateJobRequest request) {
   absl::Status s = WithRetries([&](int attempt) {
     retried = attempt > 1;
     auto context = NewContext(options_.timeout_ms);
-    return FromGrpc(stub_->CreateJob(context.get(), request, &job));
+    return FromCall(*context, stub_->CreateJob(context.get(), request, &job));
   });
   // An earlier attempt may have created the job before its answer was lost:
   // accept the existing job when it is the one asked for.
@@ -203,7 +228,7 @@ absl::StatusOr<v1::Job> Client::CloseJob(const std::string& job_id) {
   absl::Status s = WithRetries([&](int attempt) {
     retried = attempt > 1;
     auto context = NewContext(options_.timeout_ms);
-    return FromGrpc(stub_->CloseJob(context.get(), request, &job));
+    return FromCall(*context, stub_->CloseJob(context.get(), request, &job));
   });
   // A lost answer to an earlier attempt that did close the job.
   if (retried && s.code() == absl::StatusCode::kFailedPrecondition) {
@@ -314,6 +339,30 @@ std::unique_ptr<StepStream> Client::OpenStream(const std::string& job_id) {
 absl::Status FromGrpc(const grpc::Status& s) {
   if (s.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+namespace {
+constexpr char kRetryPayload[] = "type.dpledger.dev/retry-after-ms";
+}  // namespace
+
+absl::Status FromCall(const grpc::ClientContext& context, const grpc::Status& s) {
+  absl::Status out = FromGrpc(s);
+  if (out.ok()) return out;
+  const auto& trailers = context.GetServerTrailingMetadata();
+  auto it = trailers.find("retry-after-ms");
+  int64_t ms = 0;
+  if (it != trailers.end() &&
+      absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), &ms) && ms >= 0) {
+    out.SetPayload(kRetryPayload, absl::Cord(std::to_string(ms)));
+  }
+  return out;
+}
+
+int64_t RetryAfterMs(const absl::Status& status) {
+  auto p = status.GetPayload(kRetryPayload);
+  int64_t ms = 0;
+  if (!p.has_value() || !absl::SimpleAtoi(std::string(*p), &ms)) return -1;
+  return ms;
 }
 
 }  // namespace dpledger::client

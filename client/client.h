@@ -2,7 +2,10 @@
 // (proto/dpledger.proto) with TLS, bearer tokens and retries.
 //
 // Retries. UNAVAILABLE and DEADLINE_EXCEEDED are retried with exponential backoff
-// (RetryOptions). Every retry resends the very same request, so the server's
+// (RetryOptions). RESOURCE_EXHAUSTED is retried only when the server sent a
+// retry-after-ms hint (its rate and stream limits, issue 11) of at most
+// retry.max_retry_after_ms, after waiting that long (up to 1.5x, spread); without
+// one (a quota, an oversized message) it is returned at once. Every retry resends the very same request, so the server's
 // idempotency makes it safe: a step update is keyed by its sequence number (a
 // retry of an admitted seq returns the original ack, charging nothing), a release
 // by its request_id (the client fills one in when the caller leaves it empty).
@@ -38,6 +41,7 @@ struct RetryOptions {
   int64_t initial_backoff_ms = 50;  // wait before the second try
   int64_t max_backoff_ms = 2000;    // cap of one wait
   double backoff_multiplier = 2.0;
+  int64_t max_retry_after_ms = 10000;  // longest server-hinted wait honoured (else: returned)
 };
 
 struct ClientOptions {
@@ -71,6 +75,10 @@ absl::Status AckStatus(const v1::StepAck& ack);
 // A call's gRPC status as an absl::Status: the one client-side conversion (the code enums
 // share their values, both google.rpc.Code).
 absl::Status FromGrpc(const grpc::Status& s);
+// FromGrpc of a finished call, keeping the server's "retry-after-ms" trailer (RetryAfterMs).
+absl::Status FromCall(const grpc::ClientContext& context, const grpc::Status& s);
+// The server's retry hint carried by a FromCall status, in ms; -1 when none.
+int64_t RetryAfterMs(const absl::Status& status);
 
 // Whether `code` is retried (UNAVAILABLE, DEADLINE_EXCEEDED).
 bool IsRetryable(absl::StatusCode code);
@@ -129,6 +137,11 @@ class Client {
   absl::Status WithRetries(Fn attempt) const;
   // Waits the backoff before attempt `next_attempt` (2, 3, ...).
   void Backoff(int next_attempt) const;
+  // Whether a failed attempt's status may be retried; sets `hint_ms` to the server's
+  // retry-after wait to honour, or -1 for the backoff.
+  bool Retryable(const absl::Status& status, int64_t* hint_ms) const;
+  // Waits until `until` (keeping the channel connecting meanwhile).
+  void WaitUntil(std::chrono::system_clock::time_point until) const;
 
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -139,7 +152,10 @@ class Client {
 // not yet acknowledged are kept; when the stream breaks with a retryable code,
 // Read() opens a new one after a backoff and resends them in order with their
 // original seqs. The server answers an already admitted seq with its original
-// ack (duplicate = true), so a retried update is never charged twice.
+// ack (duplicate = true), so a retried update is never charged twice. A stream
+// the server ends itself (idle, shutting down: a StepAck with stream_end) is
+// half-closed and treated the same way; when no retry is left, Read() returns
+// the server's status and reason (UNAVAILABLE), not a bare CANCELLED.
 //
 // Use from one thread: Write() some updates (keep at most a few hundred in
 // flight so flow control cannot stall), then Read() their acks, which come in

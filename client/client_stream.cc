@@ -1,4 +1,7 @@
 // StepStream: StreamSteps with reconnection and resend by sequence number.
+#include <chrono>
+#include <thread>
+
 #include "absl/strings/str_format.h"
 #include "client/client.h"
 
@@ -17,9 +20,10 @@ absl::Status StepStream::Finish(bool cancel) {
   while (stream_->Read(&discard)) {
   }
   grpc::Status status = stream_->Finish();
+  absl::Status out = FromCall(*context_, status);
   stream_.reset();
   context_.reset();
-  return FromGrpc(status);
+  return out;
 }
 
 bool StepStream::WriteOne(const v1::StepUpdate& update) {
@@ -49,9 +53,14 @@ absl::Status StepStream::OpenAndResend() {
 absl::Status StepStream::Reconnect(absl::Status cause) {
   const int max_attempts = client_->options().retry.max_attempts;
   while (true) {
-    if (!IsRetryable(cause.code()) || failures_ + 1 >= max_attempts) return cause;
+    int64_t hint_ms = -1;
+    if (!client_->Retryable(cause, &hint_ms) || failures_ + 1 >= max_attempts) return cause;
     ++failures_;
-    client_->Backoff(failures_ + 1);
+    if (hint_ms >= 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(hint_ms));
+    } else {
+      client_->Backoff(failures_ + 1);
+    }
     if (stream_) Finish(/*cancel=*/true).IgnoreError();
     ++reconnects_;
     cause = OpenAndResend();
@@ -87,7 +96,19 @@ absl::StatusOr<v1::StepAck> StepStream::Read() {
       continue;
     }
     v1::StepAck ack;
-    if (stream_->Read(&ack)) {
+    const bool got = stream_->Read(&ack);
+    if (got && ack.stream_end()) {
+      // The server is ending this stream (idle, shutting down): half-close so the call ends
+      // with the server's status, then carry on as after any broken stream.
+      stream_->WritesDone();
+      absl::Status s = Finish(/*cancel=*/false);
+      if (s.ok() || s.code() == absl::StatusCode::kCancelled) {
+        s = absl::Status(static_cast<absl::StatusCode>(ack.error_code()), ack.error_message());
+      }
+      if (absl::Status r = Reconnect(s); !r.ok()) return r;
+      continue;
+    }
+    if (got) {
       const v1::StepUpdate& front = pending_.front();
       if (ack.seq() != front.seq() && ack.error_code() == 0) {
         return absl::InternalError(absl::StrFormat(

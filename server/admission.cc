@@ -40,7 +40,8 @@ absl::StatusOr<std::optional<UpdateRow>> LedgerService::FindAdmitted(JobEntry& e
 absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& entry,
                                                                    std::vector<Item>& items,
                                                                    bool stream,
-                                                                   int64_t* stream_refused_seq) {
+                                                                   int64_t* stream_refused_seq,
+                                                                   double max_seconds) {
   const JobRow& job = entry.row;
   const std::string job_name = JobKeyString(job.key);
   auto fail = [&](Item& it, absl::Status s) -> absl::Status {
@@ -141,7 +142,8 @@ absl::StatusOr<std::vector<PendingAck>> LedgerService::AdmitLocked(JobEntry& ent
                      entry.tail = committer_.Submit(std::move(b));
                      return entry.tail;
                    },
-                   metrics_};
+                   metrics_,
+                   QueryCap(entry.policy->ledger().Name(), max_seconds)};
   AdmitDecision d;
   if (m_all > 0) {
     absl::StatusOr<AdmitDecision> decided = entry.policy->Admit(run, ctx);

@@ -58,6 +58,10 @@ struct AdmitContext {
   // newest commit (acks wait for it).
   std::function<CommitTicketPtr(EvrState, std::string)> mark_evr;
   Metrics* metrics = nullptr;
+  // Wall seconds the judging may take (the caller's deadline, capped by the server's
+  // --query-max-seconds; 0: no cap). Past it Admit fails DEADLINE_EXCEEDED and admits
+  // nothing (EVR verification keeps its own cap, evr_admission.h).
+  double max_seconds = 0;
 };
 
 class AdmissionPolicy {
@@ -93,6 +97,11 @@ class AdmissionPolicy {
   virtual std::unique_ptr<core::Accountant> QueryAccountant() const { return ledger().Clone(); }
   virtual std::unique_ptr<AdmissionPolicy> Clone() const = 0;
   size_t CacheBytes() const { return ledger().CacheBytes(); }
+  // Heap bytes the policy holds, for the job cache's cap: its accountant's caches, its
+  // ledger of merged events and a fixed allowance for the objects themselves.
+  size_t MemoryBytes() const {
+    return CacheBytes() + ledger().events().size() * sizeof(core::MechanismEvent) + 2048;
+  }
 };
 
 // What backs a job's admission, from its configuration alone (acks, Spent, job get/list):

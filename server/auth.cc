@@ -186,13 +186,28 @@ absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path) {
 absl::StatusOr<ClientCertMap> ClientCertMap::Parse(std::string_view text) {
   ClientCertMap map;
   absl::Status s = ForEachEntry(
-      text, "client_cert_map", "COMMON_NAME",
-      [&](int line_no, const std::string& name, const std::string& tenant, Role role) {
-        if (map.Find(name).has_value()) {
-          return absl::InvalidArgumentError(
-              absl::StrFormat("client_cert_map line %d: duplicate common name", line_no));
+      text, "client_cert_map", "NAME",
+      [&](int line_no, const std::string& field, const std::string& tenant, Role role) {
+        Name n{Kind::kCommonName, field, Caller{tenant, role, false}};
+        for (const auto& [prefix, kind] : {std::pair<std::string_view, Kind>{"subject:", Kind::kSubject},
+                                           {"san:", Kind::kSan},
+                                           {"cn:", Kind::kCommonName}}) {
+          if (absl::StartsWith(field, Av(prefix))) {
+            n = {kind, field.substr(prefix.size()), n.caller};
+            break;
+          }
         }
-        map.names_.push_back({name, Caller{tenant, role, false}});
+        if (n.value.empty()) {
+          return absl::InvalidArgumentError(
+              absl::StrFormat("client_cert_map line %d: empty name after its prefix", line_no));
+        }
+        for (const Name& e : map.names_) {
+          if (e.kind == n.kind && e.value == n.value) {
+            return absl::InvalidArgumentError(
+                absl::StrFormat("client_cert_map line %d: duplicate name", line_no));
+          }
+        }
+        map.names_.push_back(std::move(n));
         return absl::OkStatus();
       });
   if (!s.ok()) return s;
@@ -205,11 +220,20 @@ absl::StatusOr<ClientCertMap> ClientCertMap::Load(const std::string& path) {
   return Parse(*text);
 }
 
-std::optional<Caller> ClientCertMap::Find(std::string_view common_name) const {
-  for (const auto& [name, caller] : names_) {
-    if (name == common_name) return caller;
+std::optional<Caller> ClientCertMap::Find(const CertIdentity& cert) const {
+  for (const Name& n : names_) {
+    const std::vector<std::string>& values = n.kind == Kind::kSubject ? cert.subjects
+                                             : n.kind == Kind::kSan   ? cert.sans
+                                                                      : cert.common_names;
+    for (const std::string& v : values) {
+      if (v == n.value) return n.caller;
+    }
   }
   return std::nullopt;
+}
+
+std::optional<Caller> ClientCertMap::Find(std::string_view common_name) const {
+  return Find(CertIdentity{.common_names = {std::string(common_name)}});
 }
 
 absl::StatusOr<Caller> TokenTable::Authenticate(

@@ -68,19 +68,37 @@ class TokenTable {
   int plaintext_lines_ = 0;
 };
 
+// What a verified client certificate says of its holder (gRPC's auth context properties).
+struct CertIdentity {
+  std::vector<std::string> common_names = {};  // x509_common_name
+  std::vector<std::string> subjects = {};      // x509_subject, RFC 2253 ("CN=a,O=Acme")
+  std::vector<std::string> sans = {};  // x509_subject_alternative_name (DNS, URI, email, IP)
+};
+
 // Mutual TLS (issue 11): client certificates, verified against --tls-client-ca, name their
-// caller by the certificate's subject common name. Map file: one "COMMON_NAME TENANT ROLE"
-// per line (whitespace separated, so a common name without spaces), '#' comments.
+// caller. Map file: one "NAME TENANT ROLE" per line (whitespace separated, so a NAME without
+// spaces), '#' comments. NAME is "subject:DN" (the whole subject as RFC 2253 prints it),
+// "san:VALUE" (any one subject alternative name: a DNS name, URI such as a SPIFFE id, email
+// or IP) or "cn:NAME" / a bare NAME (the subject's common name). A certificate matching
+// several lines is the first such line's caller. Reloaded on SIGHUP (server.h).
 class ClientCertMap {
  public:
   static absl::StatusOr<ClientCertMap> Parse(std::string_view text);
   static absl::StatusOr<ClientCertMap> Load(const std::string& path);
-  // The caller a verified certificate with `common_name` stands for; nullopt when unmapped.
+  // The caller a verified certificate stands for; nullopt when unmapped.
+  std::optional<Caller> Find(const CertIdentity& cert) const;
+  // The caller of a certificate with only this common name (tests, bare-name lines).
   std::optional<Caller> Find(std::string_view common_name) const;
   size_t size() const { return names_.size(); }
 
  private:
-  std::vector<std::pair<std::string, Caller>> names_;
+  enum class Kind { kCommonName, kSubject, kSan };
+  struct Name {
+    Kind kind;
+    std::string value;
+    Caller caller;
+  };
+  std::vector<Name> names_;
 };
 
 // "sha256:" and the lower-case hex SHA-256 digest of `token`: what a token file line holds.

@@ -71,6 +71,30 @@ TEST(Auth, Issue11ClientCertMapNamesCallersByCommonName) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 2: duplicate")));
 }
 
+// Issue 11: a map line may name the whole subject or a subject alternative name, not only
+// the common name.
+TEST(Auth, Issue11ClientCertMapMatchesSubjectOrSan) {
+  absl::StatusOr<ClientCertMap> m = ClientCertMap::Parse(
+      "subject:CN=runner,O=Acme team-a writer\n"
+      "san:spiffe://acme/dash team-b reader\n"
+      "cn:plain team-c writer\n");
+  ASSERT_THAT(m, IsOk());
+  std::optional<Caller> c = m->Find(CertIdentity{.common_names = {"runner"},
+                                                 .subjects = {"CN=runner,O=Acme"}});
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->tenant, "team-a");
+  // The same common name under another organisation is not that caller.
+  EXPECT_FALSE(m->Find(CertIdentity{.common_names = {"runner"}, .subjects = {"CN=runner,O=Evil"}})
+                   .has_value());
+  c = m->Find(CertIdentity{.common_names = {"x"}, .sans = {"dash.acme", "spiffe://acme/dash"}});
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->tenant, "team-b");
+  EXPECT_EQ(c->role, Role::kReader);
+  EXPECT_EQ(m->Find("plain")->tenant, "team-c");
+  EXPECT_THAT(ClientCertMap::Parse("san: t writer\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 1: empty name")));
+}
+
 TEST(Auth, MalformedTokenFilesNameTheLine) {
   EXPECT_THAT(TokenTable::Parse("short alice writer\n"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 1")));
   EXPECT_THAT(TokenTable::Parse("\nalice-writer-0123456789 alice admin\n"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 2: role")));

@@ -25,6 +25,15 @@ class BlockingQueue {
     return true;
   }
 
+  // Never blocks: false when the queue is full or closed (the item is dropped).
+  bool TryPush(T item) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_ || items_.size() >= capacity_) return false;
+    items_.push_back(std::move(item));
+    not_empty_.notify_one();
+    return true;
+  }
+
   // Blocks until at least one item or closed-and-empty; then takes up to max items.
   std::vector<T> PopSome(size_t max) {
     std::unique_lock<std::mutex> lock(mu_);

@@ -82,6 +82,9 @@ class FaultyStore final : public Store {
     return inner_->ListReleases(k);
   }
   absl::StatusOr<int64_t> CountReleases(const JobKey& k) override { return inner_->CountReleases(k); }
+  absl::StatusOr<std::optional<std::string>> LastReleaseChain(const JobKey& k) override {
+    return inner_->LastReleaseChain(k);
+  }
   absl::Status CheckIntegrity(bool full) override { return inner_->CheckIntegrity(full); }
   absl::Status Ping() override { return inner_->Ping(); }
 

@@ -124,9 +124,27 @@ class FilterPolicy final : public AdmissionPolicy {
 };
 
 absl::StatusOr<AdmitDecision> FilterPolicy::Admit(std::span<const UpdateSteps> run,
-                                                  const AdmitContext& /*ctx*/) const {
+                                                  const AdmitContext& ctx) const {
   AdmitDecision d;
   const int n = static_cast<int>(run.size());
+  // Each accountant call gets the time left (the cap restarts with each call); none past it.
+  const auto start = std::chrono::steady_clock::now();
+  auto cap = [&](core::Accountant& acc) -> absl::Status {
+    if (ctx.max_seconds <= 0) {
+      acc.SetQueryTimeCap(0);
+      return absl::OkStatus();
+    }
+    const double left =
+        ctx.max_seconds -
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (left <= 0) {
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "admission ran past its %g s (the call's deadline or --query-max-seconds)",
+          ctx.max_seconds));
+    }
+    acc.SetQueryTimeCap(left);
+    return absl::OkStatus();
+  };
   // 1. The updates that follow the plan and that the accountant can compose, in order; the
   //    first that does not stops the run.
   int m = 0;
@@ -145,7 +163,9 @@ absl::StatusOr<AdmitDecision> FilterPolicy::Admit(std::span<const UpdateSteps> r
       }
     }
     for (const core::MechanismEvent& e : run[m]) {
+      if (absl::Status s = cap(*full); !s.ok()) return s;
       if (absl::Status s = full->Compose(e); !s.ok()) {
+        if (s.code() == absl::StatusCode::kDeadlineExceeded) return s;
         stop_error = Unsupported(s);
         break;
       }
@@ -171,18 +191,23 @@ absl::StatusOr<AdmitDecision> FilterPolicy::Admit(std::span<const UpdateSteps> r
       acc = acc_->Clone();
       for (int j = 0; j < k; ++j) {
         for (const core::MechanismEvent& e : run[j]) {
-          if (absl::Status s = acc->Compose(e); !s.ok()) {
-            return evaluated.emplace(k, std::make_pair(s, nullptr)).first->second.first;
-          }
+          absl::Status s = cap(*acc);
+          if (s.ok()) s = acc->Compose(e);
+          if (!s.ok()) return evaluated.emplace(k, std::make_pair(s, nullptr)).first->second.first;
         }
       }
     }
-    absl::StatusOr<core::EpsilonBound> b = acc->EpsilonForDelta(budget_delta_);
+    const absl::Status capped = cap(*acc);
+    absl::StatusOr<core::EpsilonBound> b =
+        capped.ok() ? acc->EpsilonForDelta(budget_delta_) : absl::StatusOr<core::EpsilonBound>(capped);
     return evaluated.emplace(k, std::make_pair(std::move(b), std::move(acc))).first->second.first;
   };
   absl::StatusOr<int64_t> admitted = LargestFitting(
       m, [&](int64_t k) -> absl::StatusOr<bool> {
-        return JudgeBound(evaluate(static_cast<int>(k)), nullptr).fits;
+        const absl::StatusOr<core::EpsilonBound>& b = evaluate(static_cast<int>(k));
+        // Out of time is the call's failure, not a refusal of the update.
+        if (b.status().code() == absl::StatusCode::kDeadlineExceeded) return b.status();
+        return JudgeBound(b, nullptr).fits;
       });
   if (!admitted.ok()) return admitted.status();
   d.admitted = static_cast<int>(*admitted);
@@ -201,7 +226,9 @@ absl::StatusOr<AdmitDecision> FilterPolicy::Admit(std::span<const UpdateSteps> r
   }
   if (d.admitted > 0) {
     d.after = *evaluate(d.admitted);
-    d.next = With(std::move(evaluated.at(d.admitted).second), d.after);
+    std::unique_ptr<core::Accountant>& next = evaluated.at(d.admitted).second;
+    next->SetQueryTimeCap(0);  // this call's cap does not outlive it
+    d.next = With(std::move(next), d.after);
   }
   return d;
 }

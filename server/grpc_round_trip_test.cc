@@ -338,4 +338,16 @@ TEST(ServerStart, RefusesBadSettingsNamingThem) {
 }
 
 }  // namespace
+// dpledger_ready follows health to NOT_SERVING when the server shuts down (it stayed 1).
+TEST_F(RoundTrip, ReadyDropsToZeroAtShutdown) {
+  auto ready = [&] {
+    const std::string m = server_->metrics().Serialize();
+    const size_t at = m.find("\ndpledger_ready ");
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + 16));
+  };
+  EXPECT_EQ(ready(), 1.0);
+  server_->Shutdown();
+  EXPECT_EQ(ready(), 0.0);
+}
+
 }  // namespace dpledger::server

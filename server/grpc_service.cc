@@ -144,22 +144,41 @@ std::shared_ptr<const TokenTable> GrpcLedgerService::tokens() const {
   return tokens_;
 }
 
+void GrpcLedgerService::SetCertMap(std::shared_ptr<const ClientCertMap> cert_map) {
+  std::lock_guard<std::mutex> lock(tokens_mu_);
+  cert_map_ = std::move(cert_map);
+}
+
+std::shared_ptr<const ClientCertMap> GrpcLedgerService::cert_map() const {
+  std::lock_guard<std::mutex> lock(tokens_mu_);
+  return cert_map_;
+}
+
 absl::StatusOr<Caller> GrpcLedgerService::Authenticate(const grpc::ServerContext* ctx) const {
-  if (cert_map_ != nullptr) {
+  const std::shared_ptr<const ClientCertMap> cert_map = this->cert_map();
+  if (cert_map != nullptr) {
     // gRPC has verified the certificate against --tls-client-ca before the call starts.
     const std::shared_ptr<const grpc::AuthContext> auth = ctx->auth_context();
     if (auth != nullptr && auth->IsPeerAuthenticated()) {
-      for (const grpc::string_ref& cn : auth->FindPropertyValues("x509_common_name")) {
-        if (std::optional<Caller> c = cert_map_->Find(std::string_view(cn.data(), cn.size()))) {
-          return *c;
+      CertIdentity cert;
+      auto values = [&](const char* property) {
+        std::vector<std::string> out;
+        for (const grpc::string_ref& v : auth->FindPropertyValues(property)) {
+          out.emplace_back(v.data(), v.size());
         }
-      }
+        return out;
+      };
+      cert.common_names = values("x509_common_name");
+      cert.subjects = values("x509_subject");
+      cert.sans = values("x509_subject_alternative_name");
+      if (std::optional<Caller> c = cert_map->Find(cert)) return *c;
     }
   }
   const std::shared_ptr<const TokenTable> tokens = this->tokens();
-  if (tokens == nullptr && cert_map_ != nullptr) {
+  if (tokens == nullptr && cert_map != nullptr) {
     return absl::UnauthenticatedError(
-        "a client certificate whose common name is in client_cert_map is required");
+        "a client certificate named in client_cert_map (subject, SAN or common name) is "
+        "required");
   }
   if (tokens == nullptr) return Caller::Insecure();
   const auto& md = ctx->client_metadata();
@@ -254,6 +273,20 @@ grpc::Status GrpcLedgerService::CloseJob(grpc::ServerContext* ctx,
   });
 }
 
+namespace {
+
+// Seconds left before the call's deadline (0: none); DEADLINE_EXCEEDED once it has passed.
+absl::StatusOr<double> DeadlineSeconds(const grpc::ServerContext& ctx) {
+  const auto deadline = ctx.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return 0.0;
+  const double left =
+      std::chrono::duration<double>(deadline - std::chrono::system_clock::now()).count();
+  if (left <= 0) return absl::DeadlineExceededError("the call's deadline has passed");
+  return left < 1e9 ? left : 0.0;
+}
+
+}  // namespace
+
 grpc::Status GrpcLedgerService::AppendSteps(grpc::ServerContext* ctx,
                                             const v1::AppendStepsRequest* req,
                                             v1::AppendStepsResponse* resp) {
@@ -275,8 +308,11 @@ grpc::Status GrpcLedgerService::AppendSteps(grpc::ServerContext* ctx,
       return absl::CancelledError("the call was cancelled while waiting for its tenant's share");
     }
     GateTicket share(&gate_, tenant, req->updates_size());
+    // Judging stops at the client's deadline: nothing is admitted for a caller who left.
+    absl::StatusOr<double> left = DeadlineSeconds(*ctx);
+    if (!left.ok()) return left.status();
     absl::StatusOr<std::vector<Ack>> acks =
-        service_->AppendSteps(caller, req->tenant(), req->job_id(), updates);
+        service_->AppendSteps(caller, req->tenant(), req->job_id(), updates, *left);
     if (!acks.ok()) return acks.status();
     for (const Ack& a : *acks) {
       *resp->add_acks() = AckToProto(a);
@@ -319,10 +355,25 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
         message_no, NotParsed(*msg)));
     return false;
   };
+  // Why the server ended the stream, in the client's words (the farewell and the status).
+  auto why = [&](const std::string& reason) {
+    std::string text = reason;
+    if (reason == "stream_idle") {
+      text = absl::StrFormat("idle (no update for %d ms, --stream-idle-timeout-ms); open a new "
+                             "stream to go on",
+                             options_.streams.idle_timeout_ms);
+    } else if (reason == "shutdown") {
+      text = "the server is shutting down; retry on another replica or after the restart";
+    } else if (reason == "stream_stalled") {
+      text = absl::StrFormat("the client took no ack for %d ms (--stream-stall-timeout-ms)",
+                             options_.streams.stall_timeout_ms);
+    }
+    return absl::StrFormat("the server ended the stream: %s", text);
+  };
   auto ended = [&]() -> absl::Status {
     const std::string reason = (*slot)->ended_reason();
     if (reason.empty()) return absl::OkStatus();
-    return absl::CancelledError(absl::StrFormat("the server ended the stream: %s", reason));
+    return absl::UnavailableError(why(reason));
   };
 
   v1::StreamStepsRequest first;
@@ -340,6 +391,7 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
     int64_t seq;  // the update's, so an error ack can carry it
     PendingAck ack;
     GateTicket share;  // the update's place in its tenant's share, until it is durable
+    std::string farewell = "";  // set: not an ack but the stream_end message, with the reason
   };
   const std::string tenant = (*steps)->key().tenant;
   const std::string request_id = RequestId(*ctx);
@@ -364,12 +416,28 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
       }
       const auto n = static_cast<int64_t>(items.size());
       if (!gate_.Acquire(tenant, n, [ctx] { return ctx->IsCancelled(); })) continue;
-      std::vector<PendingAck> acks = (*steps)->Submit(std::move(items));
+      // The stream's deadline caps each group's judging (a passed one fails the group).
+      const absl::StatusOr<double> left = DeadlineSeconds(*ctx);
+      std::vector<PendingAck> acks;
+      if (left.ok()) {
+        acks = (*steps)->Submit(std::move(items), *left);
+      } else {
+        for (size_t i = 0; i < items.size(); ++i) {
+          Ack a;
+          a.seq = seqs[i];
+          a.error = left.status();
+          acks.emplace_back(a, nullptr);
+        }
+      }
       for (size_t i = 0; i < acks.size(); ++i) {
         out.Push({seqs[i], std::move(acks[i]), GateTicket(&gate_, tenant, 1)});
       }
     }
     out.Close();
+  });
+  // The limiter's goodbye goes out through the writer, after the acks queued before it.
+  (*slot)->SetFarewell([&out](const std::string& reason) {
+    return out.TryPush(Pending{0, PendingAck(Ack{}, nullptr), GateTicket(), reason});
   });
   std::atomic<bool> write_failed{false};
   std::thread writer([&] {
@@ -377,6 +445,16 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
       std::vector<Pending> acks = out.PopSome(64);
       if (acks.empty()) break;
       for (Pending& p : acks) {
+        if (!p.farewell.empty()) {
+          v1::StepAck bye;
+          bye.set_stream_end(true);
+          bye.set_error_code(static_cast<int>(absl::StatusCode::kUnavailable));
+          bye.set_error_message(why(p.farewell));
+          (*slot)->WriteBegin();
+          if (!write_failed && !stream->Write(Serialize(bye))) write_failed = true;
+          (*slot)->WriteEnd();
+          continue;
+        }
         absl::StatusOr<Ack> a = p.ack.Wait();
         p.share.Release();
         v1::StepAck msg;
@@ -415,6 +493,7 @@ absl::Status GrpcLedgerService::RunStream(const Caller& caller, grpc::ServerCont
   in.Close();
   admit.join();
   writer.join();
+  (*slot)->SetFarewell(nullptr);  // `out` goes away before the slot
   if (absl::Status e = ended(); !e.ok()) return e;
   if (status.ok() && write_failed) return absl::CancelledError("the client stopped reading acks");
   return status;
@@ -437,19 +516,6 @@ grpc::Status GrpcLedgerService::GetLedger(grpc::ServerContext* ctx,
   });
 }
 
-namespace {
-
-// Seconds left before the call's deadline (0: none); DEADLINE_EXCEEDED once it has passed.
-absl::StatusOr<double> DeadlineSeconds(const grpc::ServerContext& ctx) {
-  const auto deadline = ctx.deadline();
-  if (deadline == std::chrono::system_clock::time_point::max()) return 0.0;
-  const double left =
-      std::chrono::duration<double>(deadline - std::chrono::system_clock::now()).count();
-  if (left <= 0) return absl::DeadlineExceededError("the call's deadline has passed");
-  return left < 1e9 ? left : 0.0;
-}
-
-}  // namespace
 
 grpc::Status GrpcLedgerService::Spent(grpc::ServerContext* ctx, const v1::SpentRequest* req,
                                       v1::SpentResponse* resp) {

@@ -41,6 +41,9 @@ class GrpcLedgerService final : public v1::Ledger::Service {
                     std::shared_ptr<const ClientCertMap> cert_map = nullptr);
   // Replaces the token table (SIGHUP); calls in progress keep the one they authenticated with.
   void SetTokens(std::shared_ptr<const TokenTable> tokens);
+  // Swaps the client-certificate map (SIGHUP); calls in progress keep the one they read.
+  void SetCertMap(std::shared_ptr<const ClientCertMap> cert_map);
+  std::shared_ptr<const ClientCertMap> cert_map() const;
   std::shared_ptr<const TokenTable> tokens() const;
 
   grpc::Status CreateJob(grpc::ServerContext* ctx, const v1::CreateJobRequest* req,
@@ -89,7 +92,7 @@ class GrpcLedgerService final : public v1::Ledger::Service {
   Metrics* metrics_;
   mutable std::mutex tokens_mu_;
   std::shared_ptr<const TokenTable> tokens_;  // null: no authentication (insecure)
-  const std::shared_ptr<const ClientCertMap> cert_map_;
+  std::shared_ptr<const ClientCertMap> cert_map_;  // guarded by tokens_mu_; null: no mTLS
   GrpcServiceOptions options_;
   StreamLimiter streams_;
   TenantGate gate_;

@@ -1,5 +1,7 @@
 #include "server/job_cache.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -8,6 +10,32 @@
 #include "spdlog/spdlog.h"
 
 namespace dpledger::server {
+namespace {
+
+// glibc's per-allocation header, and what a string holds beyond its object (nothing while
+// it fits inline).
+constexpr size_t kChunk = 16;
+size_t HeapBytes(const std::string& s) {
+  return s.capacity() > 15 ? s.capacity() + 1 + kChunk : 0;
+}
+
+// An update row kept in the retry window (a deque stores rows in blocks: no header each).
+size_t RowBytes(const UpdateRow& r) {
+  return sizeof(UpdateRow) + HeapBytes(r.key.tenant) + HeapBytes(r.key.job_id) +
+         HeapBytes(r.steps) + HeapBytes(r.chain);
+}
+
+// Everything a loaded entry holds: the entry object, its job row, its retry window and its
+// admission policy (accountant caches and ledger), plus the cache map's node.
+size_t EntryBytes(const JobEntry& e) {
+  const JobRow& j = e.row;
+  return sizeof(JobEntry) + 2 * kChunk + 128 /* map node, key */ + HeapBytes(j.key.tenant) +
+         HeapBytes(j.key.job_id) + HeapBytes(j.accountant) + HeapBytes(j.evr_note) +
+         HeapBytes(j.plan) + HeapBytes(e.chain_head) + HeapBytes(e.release_head) +
+         e.recent_bytes + (e.policy ? e.policy->MemoryBytes() : 0);
+}
+
+}  // namespace
 
 JobCache::JobCache(Store* store, Committer* committer, Metrics* metrics,
                    JobCacheOptions options, PolicyOptionsFn policy_options)
@@ -24,8 +52,17 @@ void JobCache::MarkStale(const JobKey& key) {
 }
 
 void JobCache::Remember(JobEntry& entry, UpdateRow row) const {
+  entry.recent_bytes += RowBytes(row);
   entry.recent.push_back(std::move(row));
-  while (static_cast<int>(entry.recent.size()) > options_.recent_window) entry.recent.pop_front();
+  while (static_cast<int>(entry.recent.size()) > options_.recent_window) {
+    entry.recent_bytes -= RowBytes(entry.recent.front());
+    entry.recent.pop_front();
+  }
+}
+
+size_t JobCache::bytes() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return bytes_;
 }
 
 absl::Status JobCache::Load(JobEntry& entry, const JobKey& key) {
@@ -37,6 +74,7 @@ absl::Status JobCache::Load(JobEntry& entry, const JobKey& key) {
   std::vector<core::MechanismEvent> events;  // merged like an accountant's ledger
   std::optional<core::EpsilonBound> stored_spent;
   entry.recent.clear();
+  entry.recent_bytes = 0;
   absl::Status s = ReplayLedger(
       *store_, key, [&](const UpdateRow& u, std::span<const core::MechanismEvent> steps) {
         for (const core::MechanismEvent& e : steps) {
@@ -73,9 +111,9 @@ absl::Status JobCache::Load(JobEntry& entry, const JobKey& key) {
   entry.chain_head = entry.recent.empty() ? ChainGenesis(**row) : entry.recent.back().chain;
   entry.release_head = ChainGenesis(**row);
   if (*releases > 0) {
-    absl::StatusOr<std::vector<ReleaseRow>> all = store_->ListReleases(key);
-    if (!all.ok()) return all.status();
-    if (!all->empty()) entry.release_head = all->back().chain;
+    absl::StatusOr<std::optional<std::string>> last = store_->LastReleaseChain(key);
+    if (!last.ok()) return last.status();
+    if (last->has_value()) entry.release_head = **last;
   }
   entry.tail = nullptr;
   entry.loaded = true;
@@ -163,9 +201,9 @@ absl::Status JobCache::Refresh(JobEntry& entry, const JobKey& key) {
   if (!releases.ok()) return releases.status();
   if (*releases != entry.num_releases) {
     // Another replica's releases moved the job's release chain (ledger_chain.h).
-    absl::StatusOr<std::vector<ReleaseRow>> all = store_->ListReleases(key);
-    if (!all.ok()) return all.status();
-    entry.release_head = all->empty() ? ChainGenesis(**row) : all->back().chain;
+    absl::StatusOr<std::optional<std::string>> last = store_->LastReleaseChain(key);
+    if (!last.ok()) return last.status();
+    entry.release_head = last->value_or(ChainGenesis(**row));
   }
   entry.row = **row;
   entry.num_releases = *releases;
@@ -177,7 +215,7 @@ void JobCache::PolicyChanged(JobEntry& entry) {
 }
 
 bool JobCache::UpdateBytes(JobEntry& entry) {
-  const size_t now = entry.policy ? entry.policy->CacheBytes() : 0;
+  const size_t now = EntryBytes(entry);
   std::lock_guard<std::mutex> g(mu_);
   if (now == entry.bytes) return false;
   bytes_ = bytes_ - entry.bytes + now;
@@ -186,7 +224,7 @@ bool JobCache::UpdateBytes(JobEntry& entry) {
 }
 
 void JobCache::EvictIfNeeded() {
-  std::lock_guard<std::mutex> g(mu_);
+  std::unique_lock<std::mutex> g(mu_);
   const size_t max_bytes = static_cast<size_t>(std::max<int64_t>(0, options_.max_bytes));
   auto publish = [&] {
     if (metrics_) {
@@ -200,6 +238,7 @@ void JobCache::EvictIfNeeded() {
   std::sort(order.begin(), order.end());
   const size_t target = static_cast<size_t>(options_.max_jobs * 0.9);
   const size_t target_bytes = static_cast<size_t>(static_cast<double>(max_bytes) * 0.9);
+  size_t freed = 0;
   for (const auto& [tick, k] : order) {
     if (entries_.size() <= target && bytes_ <= target_bytes) break;
     auto it = entries_.find(k);
@@ -209,9 +248,17 @@ void JobCache::EvictIfNeeded() {
     if (!l.owns_lock() || (e->tail && !e->tail->done())) continue;
     l.unlock();
     bytes_ -= e->bytes;
+    freed += e->bytes;
     entries_.erase(it);
   }
   publish();
+  // glibc keeps freed heap pages mapped; hand them back once a sizeable amount was freed
+  // (the trim walks the arenas: not after every small eviction).
+  trim_pending_ += freed;
+  if (trim_pending_ < kTrimAfterBytes) return;
+  trim_pending_ = 0;
+  g.unlock();
+  malloc_trim(0);
 }
 
 }  // namespace dpledger::server

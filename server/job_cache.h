@@ -4,10 +4,16 @@
 // committer poisons the job: MarkStale). A rebuilt entry answers exactly as before
 // (deterministic policies over the same ledger).
 //
-// Bounded by entries (max_jobs) and by the bytes the policies' accountants hold in caches
-// (max_bytes; PLD: ~7 MiB for 10k DP-SGD steps): past either, idle entries (no holder, no
-// pending commit) are dropped least recently used first, down to 90% of both. Entries in
-// use are skipped, so the caps can be exceeded while many jobs are busy at once.
+// Bounded by entries (max_jobs) and by the heap bytes the entries hold (max_bytes): each
+// entry counts its accountant's caches (PLD grids and spectra: ~7 MiB for 10k DP-SGD
+// steps), its ledger of events, its retry window of recent updates (up to recent_window
+// rows with their step text and chain heads) and its job row (EntryBytes). Past either cap,
+// idle entries (no holder, no pending commit) are dropped least recently used first, down to
+// 90% of both, and the freed pages are handed back to the kernel (malloc_trim), so the
+// resident set follows the cap (bench/cache_memory.sh measures it). Entries in use are
+// skipped, so the caps can be exceeded while many jobs are busy at once; what queries build
+// outside the cache (MC pools: pool_cache.h, its own cap; transient FFT buffers) is not
+// counted here.
 // A shared store (Store::Shared: PostgreSQL under several replicas) may hold updates, evr
 // marks, closes and releases that another replica wrote. Such a cache checks the job's row,
 // last seq and release count in the store on every Acquire and brings the entry up to date
@@ -40,7 +46,8 @@ struct JobEntry {
   bool loaded = false;
   std::atomic<bool> stale{false};
   uint64_t last_used = 0;             // LRU tick (under the cache mutex)
-  size_t bytes = 0;                   // policy->CacheBytes() (under the cache mutex)
+  size_t bytes = 0;                   // EntryBytes when last counted (under the cache mutex)
+  size_t recent_bytes = 0;            // heap bytes of `recent` (RowBytes)
   JobRow row;
   std::unique_ptr<AdmissionPolicy> policy;  // over the admitted ledger
   int64_t last_seq = 0;
@@ -82,6 +89,8 @@ class JobCache {
   void PolicyChanged(JobEntry& entry);
   // Appends admitted rows to the entry's retry window.
   void Remember(JobEntry& entry, UpdateRow row) const;
+  // Heap bytes the cached entries hold, as counted against max_bytes.
+  size_t bytes() const;
 
  private:
   absl::Status Load(JobEntry& entry, const JobKey& key);
@@ -96,10 +105,12 @@ class JobCache {
   JobCacheOptions options_;
   PolicyOptionsFn policy_options_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::map<JobKey, EntryPtr> entries_;
   uint64_t tick_ = 0;
   size_t bytes_ = 0;  // sum of the entries' bytes
+  static constexpr size_t kTrimAfterBytes = size_t{32} << 20;
+  size_t trim_pending_ = 0;  // bytes evicted since the last malloc_trim
 };
 
 }  // namespace dpledger::server

@@ -412,7 +412,8 @@ int64_t TotalCount(const UpdateInput& u) {
 absl::StatusOr<std::vector<Ack>> LedgerService::AppendSteps(const Caller& caller,
                                                             std::string_view tenant,
                                                             std::string_view job_id,
-                                                            const std::vector<UpdateInput>& updates) {
+                                                            const std::vector<UpdateInput>& updates,
+                                                            double max_seconds) {
   absl::StatusOr<std::string> t = Authorize(caller, tenant, Role::kWriter);
   if (!t.ok()) return t.status();
   if (absl::Status s = ValidateJobId(job_id); !s.ok()) return s;
@@ -436,7 +437,8 @@ absl::StatusOr<std::vector<Ack>> LedgerService::AppendSteps(const Caller& caller
     std::unique_lock<std::mutex> lock;
     absl::StatusOr<EntryPtr> e = cache_.Acquire({*t, std::string(job_id)}, lock);
     if (!e.ok()) return e.status();
-    absl::StatusOr<std::vector<PendingAck>> p = AdmitLocked(**e, items, false, nullptr);
+    absl::StatusOr<std::vector<PendingAck>> p =
+        AdmitLocked(**e, items, false, nullptr, max_seconds);
     if (!p.ok()) return p.status();
     pending = std::move(*p);
   }
@@ -464,7 +466,7 @@ absl::StatusOr<std::unique_ptr<LedgerService::StepStream>> LedgerService::OpenSt
 }
 
 std::vector<PendingAck> LedgerService::StepStream::Submit(
-    std::vector<absl::StatusOr<UpdateInput>> inputs) {
+    std::vector<absl::StatusOr<UpdateInput>> inputs, double max_seconds) {
   LedgerService& svc = *service_;
   std::vector<Item> items(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -490,7 +492,8 @@ std::vector<PendingAck> LedgerService::StepStream::Submit(
   std::unique_lock<std::mutex> lock;
   absl::StatusOr<EntryPtr> e = svc.cache_.Acquire(key_, lock);
   if (!e.ok()) return all_failed(e.status());
-  absl::StatusOr<std::vector<PendingAck>> p = svc.AdmitLocked(**e, items, true, &refused_seq_);
+  absl::StatusOr<std::vector<PendingAck>> p =
+      svc.AdmitLocked(**e, items, true, &refused_seq_, max_seconds);
   if (!p.ok()) return all_failed(p.status());
   return std::move(*p);
 }

@@ -54,7 +54,7 @@ struct LedgerOptions {
   int max_updates_per_request = 1000;   // AppendSteps updates per request
   int max_steps_per_update = 64;        // (mechanism, count) entries per update
   int max_cached_jobs = 10000;          // accountant caches kept (LRU beyond)
-  int64_t max_cached_bytes = int64_t{2} << 30;  // and their CacheBytes (PLD: ~7 MiB a job)
+  int64_t max_cached_bytes = int64_t{2} << 30;  // and the heap they hold (job_cache.h)
   int64_t max_pool_bytes = int64_t{1} << 30;  // MC query accountants' sample pools (LRU beyond)
   int max_admission_group = 1024;       // pipelined stream updates admitted together
   int64_t max_payload_bytes = 8 << 20;  // Release payload
@@ -98,16 +98,21 @@ class LedgerService {
 
   // Unary batch: validation errors, gaps and conflicting retries fail the whole request
   // with nothing written; otherwise one ack per update once durable.
+  // max_seconds > 0: the caller's time left (its deadline); admission judging is capped by
+  // it and --query-max-seconds (DEADLINE_EXCEEDED, nothing admitted).
   absl::StatusOr<std::vector<Ack>> AppendSteps(const Caller& caller, std::string_view tenant,
                                                std::string_view job_id,
-                                               const std::vector<UpdateInput>& updates);
+                                               const std::vector<UpdateInput>& updates,
+                                               double max_seconds = 0);
 
   // A step stream on one job. Submit admits a group of received updates (each possibly a
   // conversion error) and returns one PendingAck per item, in order; per-update problems
   // come back as acks with `error` set. Not thread-safe: one reader per stream.
   class StepStream {
    public:
-    std::vector<PendingAck> Submit(std::vector<absl::StatusOr<UpdateInput>> items);
+    // max_seconds as for AppendSteps: the stream's time left.
+    std::vector<PendingAck> Submit(std::vector<absl::StatusOr<UpdateInput>> items,
+                                   double max_seconds = 0);
     const JobKey& key() const { return key_; }
 
    private:
@@ -176,7 +181,8 @@ class LedgerService {
   // admission.cc
   absl::StatusOr<std::vector<PendingAck>> AdmitLocked(JobEntry& entry,
                                                       std::vector<Item>& items, bool stream,
-                                                      int64_t* stream_refused_seq);
+                                                      int64_t* stream_refused_seq,
+                                                      double max_seconds);
   absl::StatusOr<std::optional<UpdateRow>> FindAdmitted(JobEntry& entry, int64_t seq);
 
   Store* store_;

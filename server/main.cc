@@ -6,8 +6,11 @@
 // Every flag can also come from the environment as DPLEDGER_<FLAG> (upper case, '-' -> '_'),
 // e.g. DPLEDGER_DATA_DIR=/srv/dpledger; a command-line flag wins over the environment.
 // SIGTERM / SIGINT: graceful shutdown (drain RPCs and streams, commit, close the store).
-// SIGHUP: reload the token file and TLS files (server.h Reload); open streams and calls go on.
+// SIGHUP: reload the token file, client certificate map and TLS files (server.h Reload); open
+// streams and calls go on.
 #include <algorithm>
+#include <malloc.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <pthread.h>
@@ -28,7 +31,9 @@
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "gRPC address host:port (port 0: any free)");
-ABSL_FLAG(std::string, data_dir, "var", "directory of the SQLite store (ledger.db)");
+ABSL_FLAG(std::string, data_dir, "var",
+          "directory of the SQLite store (ledger.db); with store=postgres, of this replica's "
+          "high-water mark of the database (postgres.mark)");
 ABSL_FLAG(std::string, store, "sqlite",
           "store backend: sqlite (embedded, one replica), postgres (shared by several "
           "replicas) or memory (nothing persists)");
@@ -50,9 +55,11 @@ ABSL_FLAG(std::string, token_file, "",
           "--insecure)");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA of client certificates: mutual TLS (with --client-cert-map); a verified "
-          "certificate's common name names the caller, token callers keep working");
+          "certificate's subject, SAN or common name names the caller, token callers keep "
+          "working");
 ABSL_FLAG(std::string, client_cert_map, "",
-          "client certificates to callers, one 'COMMON_NAME TENANT reader|writer' per line");
+          "client certificates to callers, one 'NAME TENANT reader|writer' per line, NAME "
+          "'subject:DN', 'san:VALUE' or a common name; reloaded on SIGHUP");
 ABSL_FLAG(int, max_message_bytes, 16 << 20, "largest gRPC message accepted or sent");
 ABSL_FLAG(int, shutdown_grace_ms, 10000, "how long shutdown waits for in-flight RPCs");
 ABSL_FLAG(bool, full_integrity_check, false,
@@ -62,15 +69,16 @@ ABSL_FLAG(bool, replay_ledger, false,
           "at start-up, replay every job's admission policy over its ledger and check each "
           "stored spent bound (one admission per stored update)");
 ABSL_FLAG(bool, accept_data_loss, false,
-          "start although the store lost data it acknowledged (missing WAL, emptied or "
-          "replaced database): logs what was lost and rewrites the high-water mark");
+          "start although the store lost data it acknowledged (missing WAL, emptied, replaced "
+          "or restored database): logs what was lost and rewrites the high-water mark");
 ABSL_FLAG(std::string, default_accountant, "pld", "admitting accountant when a job names none");
 ABSL_FLAG(int, max_jobs_per_tenant, 10000, "jobs one tenant may create");
 ABSL_FLAG(int, max_updates_per_request, 1000, "updates in one AppendSteps request");
 ABSL_FLAG(int, max_steps_per_update, 64, "(mechanism, count) entries in one update");
 ABSL_FLAG(int, max_cached_jobs, 10000, "jobs whose accountant state stays cached (LRU)");
 ABSL_FLAG(int64_t, max_cached_bytes, int64_t{2} << 30,
-          "bytes of cached jobs' accountant state (PLD grids; LRU beyond; 0: keep none idle)");
+          "heap bytes of cached jobs' state (accountant caches, ledgers, retry windows; LRU "
+          "beyond; 0: keep none idle)");
 ABSL_FLAG(int64_t, max_pool_bytes, int64_t{1} << 30,
           "bytes of MC sample pools kept between Spent queries (LRU beyond; 0: none)");
 ABSL_FLAG(int, max_admission_group, 1024, "pipelined stream updates admitted together");
@@ -293,6 +301,11 @@ absl::StatusOr<dpledger::server::ServerOptions> OptionsFromFlags() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Large buffers (PLD grids and spectra, FFT scratch, MC pools) get mappings of their own,
+  // returned to the kernel when freed. glibc's default raises this threshold after the first
+  // such free; later ones then stay in the heap and the resident set drifted to ~2.3x the job
+  // cache's cap (issue 11 defect 5, bench/cache_memory.sh).
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   absl::SetProgramUsageMessage(
       "dpledgerd --listen HOST:PORT --data-dir DIR --metrics-listen HOST:PORT "
       "(--insecure | --tls-cert F --tls-key F --token-file F); env DPLEDGER_<FLAG> also works");
@@ -333,7 +346,7 @@ int main(int argc, char** argv) {
     for (;;) {
       sigwait(&signals, &sig);
       if (sig != SIGHUP) break;
-      spdlog::info("signal=SIGHUP received: reloading the token file and TLS files");
+      spdlog::info("signal=SIGHUP received: reloading the token file, client certificate map and TLS files");
       (void)(*server)->Reload();  // logs the outcome; a bad file keeps the old one
     }
     spdlog::info("signal={} received", sig == SIGTERM ? "SIGTERM" : "SIGINT");

@@ -166,6 +166,15 @@ absl::StatusOr<int64_t> MemoryStore::CountReleases(const JobKey& key) {
   return n;
 }
 
+absl::StatusOr<std::optional<std::string>> MemoryStore::LastReleaseChain(const JobKey& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = tables_.release_order.rbegin(); it != tables_.release_order.rend(); ++it) {
+    const ReleaseRow& r = tables_.releases.at(*it);
+    if (r.key == key) return std::optional<std::string>(r.chain);
+  }
+  return std::optional<std::string>();
+}
+
 absl::StatusOr<std::optional<ReleaseRow>> MemoryStore::GetRelease(std::string_view release_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tables_.releases.find(std::string(release_id));

@@ -30,6 +30,7 @@ class MemoryStore final : public Store {
       std::string_view tenant, std::string_view request_id) override;
   absl::StatusOr<std::vector<ReleaseRow>> ListReleases(const JobKey& key) override;
   absl::StatusOr<int64_t> CountReleases(const JobKey& key) override;
+  absl::StatusOr<std::optional<std::string>> LastReleaseChain(const JobKey& key) override;
   absl::Status CheckIntegrity(bool full) override { return absl::OkStatus(); }
 
  private:

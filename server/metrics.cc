@@ -42,7 +42,7 @@ Metrics::Metrics(MetricsOptions options)
   refusals_ = &BuildCounter().Name("dpledger_refusals_total").Help("Refused updates by reason (budget, plan, uncertified, stopped, not_attempted, unverified)").Register(*registry_);
   ready_ = &BuildGauge().Name("dpledger_ready").Help("1 while the server reports SERVING (store reachable)").Register(*registry_).Add({});
   cached_jobs_ = &BuildGauge().Name("dpledger_cached_jobs").Help("Jobs whose accountant state is cached").Register(*registry_).Add({});
-  cached_job_bytes_ = &BuildGauge().Name("dpledger_cached_job_bytes").Help("Bytes the cached jobs' admitting accountants report (PLD grids and spectra)").Register(*registry_).Add({});
+  cached_job_bytes_ = &BuildGauge().Name("dpledger_cached_job_bytes").Help("Heap bytes the cached jobs hold (accountant caches, ledgers, retry windows)").Register(*registry_).Add({});
   shed_ = &BuildCounter().Name("dpledger_shed_total").Help("Requests refused and streams ended by a limit, by reason").Register(*registry_);
   open_streams_ = &BuildGauge().Name("dpledger_open_streams").Help("StreamSteps calls open").Register(*registry_).Add({});
 }

@@ -24,7 +24,7 @@
 //                                              unverified
 //   dpledger_ready                             gauge: 1 while health is SERVING (store reachable)
 //   dpledger_cached_jobs                       gauge
-//   dpledger_cached_job_bytes                  gauge (their accountants' CacheBytes)
+//   dpledger_cached_job_bytes                  gauge (the heap bytes they hold, job_cache.h)
 //   dpledger_shed_total{reason}                counter: requests refused or streams ended by a
 //                                              limit (issue 11): streams_server|streams_tenant|
 //                                              rate_tenant|stream_idle|

@@ -357,7 +357,56 @@ absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(
     spdlog::warn("postgres runs with fsync={}: acknowledged steps may be lost on power failure",
                  pg::Text(fsync.get(), 0, 0));
   }
+  if (!options.mark_path.empty()) {
+    if (absl::Status s = store->CheckMark(); !s.ok()) return s;
+  }
   return store;
+}
+
+absl::Status PostgresStore::CheckMark() {
+  StoreMark now;
+  absl::Status s = Read<bool>([&](PGconn* c) -> absl::StatusOr<bool> {
+    Params p;
+    p.Add(static_cast<int>(JobState::kClosed)).Add(static_cast<int>(EvrState::kStopped));
+    Result r;
+    absl::Status e = pg::Exec(
+        c,
+        "SELECT (SELECT value FROM meta WHERE key = 'store_id'), (SELECT count(*) FROM jobs), "
+        "(SELECT count(*) FROM updates), (SELECT count(*) FROM releases), "
+        "(SELECT count(*) FROM jobs WHERE state = $1), "
+        "(SELECT count(*) FROM jobs WHERE evr_state = $2)",
+        &p, "read mark", &r);
+    if (!e.ok()) return e;
+    now.store_id = pg::Text(r.get(), 0, 0);
+    now.jobs = pg::Int(r.get(), 0, 1);
+    now.updates = pg::Int(r.get(), 0, 2);
+    now.releases = pg::Int(r.get(), 0, 3);
+    now.closed = pg::Int(r.get(), 0, 4);
+    now.stopped = pg::Int(r.get(), 0, 5);
+    return true;
+  }).status();
+  if (!s.ok()) return s;
+  auto has_head = [&](const std::string& head) -> absl::StatusOr<bool> {
+    return Read<bool>([&](PGconn* c) -> absl::StatusOr<bool> {
+      Params p;
+      p.Add(head);
+      Result r;
+      if (absl::Status e = pg::Exec(c, "SELECT 1 FROM updates WHERE chain = $1 LIMIT 1", &p,
+                                    "find newest head", &r);
+          !e.ok()) {
+        return e;
+      }
+      return PQntuples(r.get()) > 0;
+    });
+  };
+  absl::StatusOr<std::unique_ptr<StoreMarkFile>> file =
+      CheckStoreMark(options_.mark_path, absl::StrFormat("(postgres store %s)", now.store_id),
+                     now, has_head, options_.accept_data_loss);
+  if (!file.ok()) return file.status();
+  std::lock_guard<std::mutex> lock(mark_mu_);
+  mark_file_ = *std::move(file);
+  mark_ = now;
+  return absl::OkStatus();
 }
 
 PostgresStore::~PostgresStore() {
@@ -497,6 +546,12 @@ absl::Status PostgresStore::Apply(std::span<const WriteBatch* const> batches) {
       (void)pg::Exec(*conn, "ROLLBACK", "rollback");
     }
     Release(*conn);
+    if (s.ok() && mark_file_) {
+      // The mark covers the group before it is acknowledged (store_mark.h).
+      std::lock_guard<std::mutex> lock(mark_mu_);
+      AddCommitted(mark_, batches);
+      s = mark_file_->Write(mark_);
+    }
     return s;
   }
 }
@@ -654,6 +709,25 @@ absl::StatusOr<std::vector<ReleaseRow>> PostgresStore::ListReleases(const JobKey
                                             std::string(kReleaseColumns)),
                             p, "list releases", ReadRelease);
   });
+}
+
+absl::StatusOr<std::optional<std::string>> PostgresStore::LastReleaseChain(const JobKey& key) {
+  return Read<std::optional<std::string>>(
+      [&](PGconn* c) -> absl::StatusOr<std::optional<std::string>> {
+        Params p;
+        p.Add(key.tenant).Add(key.job_id);
+        Result r;
+        if (absl::Status s = pg::Exec(c,
+                                      "SELECT chain FROM releases WHERE tenant = $1 AND "
+                                      "job_id = $2 ORDER BY create_time_ms DESC, insert_order "
+                                      "DESC LIMIT 1",
+                                      &p, "last release chain", &r);
+            !s.ok()) {
+          return s;
+        }
+        if (PQntuples(r.get()) == 0) return std::optional<std::string>();
+        return std::optional<std::string>(pg::Text(r.get(), 0, 0));
+      });
 }
 
 absl::StatusOr<int64_t> PostgresStore::CountReleases(const JobKey& key) {

@@ -18,6 +18,12 @@
 // delay) and, while backing off, callers get UNAVAILABLE at once instead of waiting on a
 // dead server. Every error from an unreachable database is UNAVAILABLE; nothing crashes.
 //
+// Store loss (store_mark.h): with mark_path set, Open compares the database with this
+// replica's high-water mark (its identity, counts and newest head) and refuses a database
+// that lost what the replica acknowledged (e.g. restored from an older dump) with DATA_LOSS
+// unless accept_data_loss; every commit group then advances the mark before it is
+// acknowledged.
+//
 // Schema: versioned, migrated at Open (postgres_schema.h); a database newer than this binary
 // is refused (FAILED_PRECONDITION). The URL may pick a schema with
 // `?options=-csearch_path%3Dname`.
@@ -33,6 +39,7 @@
 #include <vector>
 
 #include "server/store.h"
+#include "server/store_mark.h"
 
 typedef struct pg_conn PGconn;
 
@@ -44,6 +51,8 @@ struct PostgresStoreOptions {
   int connect_timeout_s = 5;   // libpq connect_timeout, unless the URL sets one
   std::chrono::milliseconds reconnect_initial_delay{100};
   std::chrono::milliseconds reconnect_max_delay{2000};
+  std::string mark_path = "";     // this replica's high-water mark; empty: none
+  bool accept_data_loss = false;  // serve a database behind the mark (logged loudly)
 };
 
 class PostgresStore final : public Store {
@@ -72,6 +81,7 @@ class PostgresStore final : public Store {
       std::string_view tenant, std::string_view request_id) override;
   absl::StatusOr<std::vector<ReleaseRow>> ListReleases(const JobKey& key) override;
   absl::StatusOr<int64_t> CountReleases(const JobKey& key) override;
+  absl::StatusOr<std::optional<std::string>> LastReleaseChain(const JobKey& key) override;
   // PostgreSQL checks pages itself (checksums, when the cluster has them); this verifies that
   // the database answers and holds the expected schema version.
   absl::Status CheckIntegrity(bool full) override;
@@ -90,6 +100,8 @@ class PostgresStore final : public Store {
   // turned out to be dead (e.g. the database restarted since it was last used).
   template <typename T, typename F>
   absl::StatusOr<T> Read(F read);
+  absl::Status CheckMark();  // at Open, with mark_path set
+
 
   PostgresStoreOptions options_;
   int schema_version_ = 0;
@@ -100,6 +112,9 @@ class PostgresStore final : public Store {
   std::chrono::steady_clock::time_point next_connect_{};
   std::chrono::milliseconds backoff_{0};
   std::string last_connect_error_;
+  std::mutex mark_mu_;
+  StoreMark mark_;  // guarded by mark_mu_
+  std::unique_ptr<StoreMarkFile> mark_file_;  // null without mark_path
 };
 
 }  // namespace dpledger::server

@@ -43,9 +43,18 @@ absl::Status Server::OpenStore() {
           "postgres_url is required with store=postgres (--postgres-url or "
           "DPLEDGER_POSTGRES_URL)");
     }
+    // This replica's high-water mark of the shared database lives in its data dir.
+    std::error_code ec;
+    std::filesystem::create_directories(options.data_dir, ec);
+    if (ec) {
+      return absl::UnavailableError(absl::StrFormat("data_dir '%s' cannot be created: %s",
+                                                    options.data_dir, ec.message()));
+    }
     PostgresStoreOptions po;
     po.url = options.postgres_url;
     po.pool_size = options.postgres_pool_size;
+    po.mark_path = (std::filesystem::path(options.data_dir) / "postgres.mark").string();
+    po.accept_data_loss = options.accept_data_loss;
     absl::StatusOr<std::unique_ptr<PostgresStore>> store = PostgresStore::Open(po);
     if (!store.ok()) return store.status();
     // The URL is not logged: it may hold a password.
@@ -281,6 +290,7 @@ void Server::Shutdown() {
   if (grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService()) {
     health->Shutdown();  // NOT_SERVING to health checkers while we drain
   }
+  metrics_->SetReady(false);  // and to scrapes (the exposer lives until the end)
   // Streams end at once (their clients reconnect and retry, answered from the ledger); unary
   // RPCs get the grace period.
   service_->CancelStreams();
@@ -294,7 +304,27 @@ void Server::Shutdown() {
 absl::Status Server::Reload() {
   absl::Status tls = tls_ ? tls_->Reload() : absl::OkStatus();
   absl::Status tokens = ReloadTokens();
-  return tokens.ok() ? tls : tokens;
+  absl::Status certs = ReloadCertMap();
+  return !tokens.ok() ? tokens : !certs.ok() ? certs : tls;
+}
+
+absl::Status Server::ReloadCertMap() {
+  if (options_.client_cert_map.empty()) return absl::OkStatus();
+  absl::StatusOr<ClientCertMap> fresh = ClientCertMap::Load(options_.client_cert_map);
+  if (fresh.ok() && fresh->size() == 0) {
+    fresh = absl::InvalidArgumentError(
+        absl::StrFormat("client_cert_map '%s' names no certificate", options_.client_cert_map));
+  }
+  if (!fresh.ok()) {
+    spdlog::error("reload: client certificate map refused, the old map stays: {}",
+                  std::string(fresh.status().message()));
+    return fresh.status();
+  }
+  const std::shared_ptr<const ClientCertMap> old = service_->cert_map();
+  spdlog::info("reload: client certificate map '{}' loaded: names={} (was {})",
+               options_.client_cert_map, fresh->size(), old ? old->size() : 0);
+  service_->SetCertMap(std::make_shared<const ClientCertMap>(std::move(*fresh)));
+  return absl::OkStatus();
 }
 
 absl::Status Server::ReloadTokens() {

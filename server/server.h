@@ -69,7 +69,8 @@ class Server {
   void Shutdown();
   // Blocks until Shutdown has completed.
   void Wait();
-  // SIGHUP: reads the token file and the TLS files again and swaps them in without touching
+  // SIGHUP: reads the token file, the client certificate map and the TLS files again and
+  // swaps them in without touching
   // open calls and streams, logging what changed; a file that does not load is refused (the
   // error says why, the first one is returned) and the old tokens or certificate stay.
   absl::Status Reload();
@@ -78,6 +79,7 @@ class Server {
   Server() = default;
   absl::Status OpenStore();
   absl::Status ReloadTokens();
+  absl::Status ReloadCertMap();
   // Pings the store every store_ping_interval_ms and sets the health status to match.
   void WatchStore();
   void StopWatchingStore();

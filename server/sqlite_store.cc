@@ -197,66 +197,32 @@ absl::Status SqliteStore::CheckMark(const SqliteStoreOptions& options) {
   {
     Stmt q(write_db_, "SELECT (SELECT value FROM meta WHERE key = 'store_id'), "
                       "(SELECT count(*) FROM jobs), (SELECT count(*) FROM updates), "
-                      "(SELECT count(*) FROM releases)");
+                      "(SELECT count(*) FROM releases), "
+                      "(SELECT count(*) FROM jobs WHERE state = ?), "
+                      "(SELECT count(*) FROM jobs WHERE evr_state = ?)");
+    q.Bind(1, static_cast<int>(JobState::kClosed)).Bind(2, static_cast<int>(EvrState::kStopped));
     if (!q.status().ok()) return q.status();
     if (q.Step() != SQLITE_ROW) return Error(write_db_, sqlite3_errcode(write_db_), "read mark");
     now.store_id = q.Text(0);
     now.jobs = q.Int(1);
     now.updates = q.Int(2);
     now.releases = q.Int(3);
+    now.closed = q.Int(4);
+    now.stopped = q.Int(5);
   }
-  const std::string mark_path = options.path + ".mark";
-  std::optional<StoreMark> stored;
-  absl::StatusOr<std::unique_ptr<StoreMarkFile>> file = StoreMarkFile::Open(mark_path, &stored);
+  auto has_head = [&](const std::string& head) -> absl::StatusOr<bool> {
+    Stmt q(write_db_, "SELECT tenant, job_id, seq FROM updates WHERE chain = ? LIMIT 1");
+    q.Bind(1, head);
+    const int rc = q.Step();
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return Error(write_db_, rc, "find newest head");
+    return rc == SQLITE_ROW;
+  };
+  absl::StatusOr<std::unique_ptr<StoreMarkFile>> file = CheckStoreMark(
+      options.path + ".mark", "'" + options.path + "'", now, has_head, options.accept_data_loss);
   if (!file.ok()) return file.status();
   mark_file_ = *std::move(file);
-  std::string lost;
-  if (!stored.has_value()) {
-    if (now.jobs > 0) {
-      spdlog::warn("store mark '{}' is missing beside a database with {} jobs: writing it "
-                   "(first start since the mark was introduced, or the mark was deleted)",
-                   mark_path, now.jobs);
-    }
-  } else if (stored->store_id != now.store_id) {
-    lost = absl::StrFormat(
-        "database '%s' is not the store its mark '%s' describes (store id '%s', the mark "
-        "says '%s'): the database was deleted, emptied or replaced, losing %d acknowledged "
-        "updates of %d jobs",
-        options.path, mark_path, now.store_id, stored->store_id, stored->updates,
-        stored->jobs);
-  } else if (now.updates < stored->updates || now.jobs < stored->jobs ||
-             now.releases < stored->releases) {
-    lost = absl::StrFormat(
-        "database '%s' holds %d updates of %d jobs and %d releases but %d updates of %d jobs "
-        "and %d releases were acknowledged (mark '%s'): the newest commits are lost (a WAL "
-        "deleted after a crash?)",
-        options.path, now.updates, now.jobs, now.releases, stored->updates, stored->jobs,
-        stored->releases, mark_path);
-  } else if (!stored->head.empty()) {
-    Stmt q(write_db_, "SELECT tenant, job_id, seq FROM updates WHERE chain = ? LIMIT 1");
-    q.Bind(1, stored->head);
-    const int rc = q.Step();
-    if (rc == SQLITE_DONE) {
-      lost = absl::StrFormat(
-          "database '%s' has no update with the newest acknowledged chain head %s (mark "
-          "'%s'): acknowledged updates were lost or rewritten",
-          options.path, stored->head, mark_path);
-    } else if (rc != SQLITE_ROW) {
-      return Error(write_db_, rc, "find newest head");
-    }
-  }
-  if (!lost.empty()) {
-    if (!options.accept_data_loss) {
-      return absl::DataLossError(absl::StrFormat(
-          "%s. Restore the data dir from a backup, or start with --accept-data-loss to serve "
-          "what is left",
-          lost));
-    }
-    spdlog::critical("ACCEPTING DATA LOSS (--accept-data-loss): {}", lost);
-  }
-  now.head = stored.has_value() && lost.empty() ? stored->head : "";
   mark_ = now;
-  return mark_file_->Write(mark_);
+  return absl::OkStatus();
 }
 
 absl::Status SqliteStore::CheckPath() const {
@@ -317,12 +283,7 @@ absl::Status SqliteStore::Apply(std::span<const WriteBatch* const> batches) {
     return s;
   }
   // The mark covers the group before it is acknowledged (store_mark.h).
-  for (const WriteBatch* b : batches) {
-    mark_.jobs += static_cast<int64_t>(b->new_jobs.size());
-    mark_.updates += static_cast<int64_t>(b->updates.size());
-    mark_.releases += static_cast<int64_t>(b->releases.size());
-    if (!b->updates.empty()) mark_.head = b->updates.back().chain;
-  }
+  AddCommitted(mark_, batches);
   return mark_file_->Write(mark_);
 }
 
@@ -524,6 +485,18 @@ absl::StatusOr<int64_t> SqliteStore::CountReleases(const JobKey& key) {
   const int rc = q.Step();
   if (rc != SQLITE_ROW) return Error(read_db_, rc, "count releases");
   return q.Int(0);
+}
+
+absl::StatusOr<std::optional<std::string>> SqliteStore::LastReleaseChain(const JobKey& key) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Stmt q(read_db_, "SELECT chain FROM releases WHERE tenant = ? AND job_id = ? "
+                   "ORDER BY create_time_ms DESC, rowid DESC LIMIT 1");
+  q.Bind(1, key.tenant).Bind(2, key.job_id);
+  if (!q.status().ok()) return q.status();
+  const int rc = q.Step();
+  if (rc == SQLITE_DONE) return std::optional<std::string>();
+  if (rc != SQLITE_ROW) return Error(read_db_, rc, "last release chain");
+  return std::optional<std::string>(q.Text(0));
 }
 
 absl::StatusOr<std::optional<ReleaseRow>> SqliteStore::GetRelease(std::string_view release_id) {

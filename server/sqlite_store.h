@@ -74,6 +74,7 @@ class SqliteStore final : public Store {
       std::string_view tenant, std::string_view request_id) override;
   absl::StatusOr<std::vector<ReleaseRow>> ListReleases(const JobKey& key) override;
   absl::StatusOr<int64_t> CountReleases(const JobKey& key) override;
+  absl::StatusOr<std::optional<std::string>> LastReleaseChain(const JobKey& key) override;
   absl::Status CheckIntegrity(bool full) override;
   // Readiness fails once the database file was deleted or replaced (CheckPath).
   absl::Status Ping() override { return CheckPath(); }

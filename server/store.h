@@ -109,6 +109,9 @@ class Store {
   // A job's releases in creation order (payloads included).
   virtual absl::StatusOr<std::vector<ReleaseRow>> ListReleases(const JobKey& key) = 0;
   virtual absl::StatusOr<int64_t> CountReleases(const JobKey& key) = 0;
+  // The chain link (ReleaseRow::chain) of the job's newest release, the last ListReleases
+  // would return, without reading any payload; nullopt when the job has none.
+  virtual absl::StatusOr<std::optional<std::string>> LastReleaseChain(const JobKey& key) = 0;
 
   // Storage-level integrity (SQLite: PRAGMA quick_check or integrity_check). DATA_LOSS
   // with the first problems when damaged.

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "server/ledger_types.h"
+#include "spdlog/spdlog.h"
 
 namespace dpledger::server {
 namespace {
@@ -26,9 +27,10 @@ absl::Status Errno(std::string_view what, const std::string& path) {
 }
 
 std::string Body(uint64_t generation, const StoreMark& m) {
-  return absl::StrFormat("dplmark1 gen=%d store_id=%s jobs=%d updates=%d releases=%d head=%s",
-                         generation, m.store_id, m.jobs, m.updates, m.releases,
-                         m.head.empty() ? "-" : m.head);
+  return absl::StrFormat(
+      "dplmark1 gen=%d store_id=%s jobs=%d updates=%d releases=%d closed=%d stopped=%d head=%s",
+      generation, m.store_id, m.jobs, m.updates, m.releases, m.closed, m.stopped,
+      m.head.empty() ? "-" : m.head);
 }
 
 // One slot's record, when it is complete and its checksum matches.
@@ -51,6 +53,9 @@ std::optional<std::pair<uint64_t, StoreMark>> ParseSlot(std::string_view slot) {
     if (p.first == "updates") fields += absl::SimpleAtoi(p.second, &m.updates);
     if (p.first == "releases") fields += absl::SimpleAtoi(p.second, &m.releases);
     if (p.first == "head") ++fields, m.head = p.second == "-" ? "" : p.second;
+    // Absent from marks written before they were counted: 0 then.
+    if (p.first == "closed" && !absl::SimpleAtoi(p.second, &m.closed)) return std::nullopt;
+    if (p.first == "stopped" && !absl::SimpleAtoi(p.second, &m.stopped)) return std::nullopt;
   }
   if (fields != 6) return std::nullopt;
   return std::make_pair(gen, m);
@@ -111,6 +116,74 @@ absl::StatusOr<std::unique_ptr<StoreMarkFile>> StoreMarkFile::Open(
         "store mark '%s' holds no valid record (%d bytes): it was damaged or truncated", path,
         data.size()));
   }
+  return file;
+}
+
+void AddCommitted(StoreMark& mark, std::span<const WriteBatch* const> batches) {
+  for (const WriteBatch* b : batches) {
+    mark.jobs += static_cast<int64_t>(b->new_jobs.size());
+    mark.updates += static_cast<int64_t>(b->updates.size());
+    mark.releases += static_cast<int64_t>(b->releases.size());
+    for (const JobStateChange& c : b->state_changes) mark.closed += c.state == JobState::kClosed;
+    for (const EvrMark& m : b->evr_marks) mark.stopped += m.state == EvrState::kStopped;
+    if (!b->updates.empty()) mark.head = b->updates.back().chain;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<StoreMarkFile>> CheckStoreMark(
+    const std::string& mark_path, const std::string& database, StoreMark& now,
+    const std::function<absl::StatusOr<bool>(const std::string& head)>& has_head,
+    bool accept_data_loss) {
+  std::optional<StoreMark> stored;
+  absl::StatusOr<std::unique_ptr<StoreMarkFile>> file = StoreMarkFile::Open(mark_path, &stored);
+  if (!file.ok()) return file.status();
+  std::string lost;
+  if (!stored.has_value()) {
+    if (now.jobs > 0) {
+      spdlog::warn("store mark '{}' is missing beside a database with {} jobs: writing it "
+                   "(first start since the mark was introduced, or the mark was deleted)",
+                   mark_path, now.jobs);
+    }
+  } else if (stored->store_id != now.store_id) {
+    lost = absl::StrFormat(
+        "database %s is not the store its mark '%s' describes (store id '%s', the mark "
+        "says '%s'): the database was deleted, emptied or replaced, losing %d acknowledged "
+        "updates of %d jobs",
+        database, mark_path, now.store_id, stored->store_id, stored->updates, stored->jobs);
+  } else if (now.updates < stored->updates || now.jobs < stored->jobs ||
+             now.releases < stored->releases) {
+    lost = absl::StrFormat(
+        "database %s holds %d updates of %d jobs and %d releases but %d updates of %d jobs "
+        "and %d releases were acknowledged (mark '%s'): the newest commits are lost (a WAL "
+        "deleted after a crash, or a database restored from an older backup?)",
+        database, now.updates, now.jobs, now.releases, stored->updates, stored->jobs,
+        stored->releases, mark_path);
+  } else if (now.closed < stored->closed || now.stopped < stored->stopped) {
+    lost = absl::StrFormat(
+        "database %s holds %d closed jobs and %d EVR-stopped jobs but %d closes and %d EVR "
+        "stops were acknowledged (mark '%s'): acknowledged job state changes are lost",
+        database, now.closed, now.stopped, stored->closed, stored->stopped, mark_path);
+  } else if (!stored->head.empty()) {
+    absl::StatusOr<bool> found = has_head(stored->head);
+    if (!found.ok()) return found.status();
+    if (!*found) {
+      lost = absl::StrFormat(
+          "database %s has no update with the newest acknowledged chain head %s (mark "
+          "'%s'): acknowledged updates were lost or rewritten",
+          database, stored->head, mark_path);
+    }
+  }
+  if (!lost.empty()) {
+    if (!accept_data_loss) {
+      return absl::DataLossError(absl::StrFormat(
+          "%s. Restore the store from a backup, or start with --accept-data-loss to serve "
+          "what is left",
+          lost));
+    }
+    spdlog::critical("ACCEPTING DATA LOSS (--accept-data-loss): {}", lost);
+  }
+  now.head = stored.has_value() && lost.empty() ? stored->head : "";
+  if (absl::Status s = (*file)->Write(now); !s.ok()) return s;
   return file;
 }
 

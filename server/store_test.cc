@@ -5,6 +5,7 @@
 #include <limits>
 #include <memory>
 
+#include "absl/strings/str_format.h"
 #include "core/util/test_support.h"
 #include "gtest/gtest.h"
 #include "server/memory_store.h"
@@ -268,6 +269,36 @@ TEST_P(StoreSuite, JobsListInIdOrderPerTenant) {
   absl::StatusOr<std::vector<JobRow>> all = store_->ListAllJobs({"t", "c"}, 10);
   ASSERT_EQ(all->size(), 1u);
   EXPECT_EQ((*all)[0].key, (JobKey{"u", "z"}));
+}
+
+// Loading a job reads only its newest release's chain link (it used to list every release,
+// payloads included): the link is the one ListReleases ends with, in every backend.
+TEST_P(StoreSuite, LastReleaseChainIsTheNewestReleasesLink) {
+  JobRow j = Job("t", "a");
+  WriteBatch b;
+  b.new_jobs.push_back(j);
+  ASSERT_THAT(store_->Apply(b), IsOk());
+  EXPECT_EQ(*store_->LastReleaseChain(j.key), std::nullopt);
+  for (int i = 1; i <= 3; ++i) {
+    ReleaseRow r;
+    r.release_id = absl::StrFormat("rel_%d", i);
+    r.key = j.key;
+    r.request_id = absl::StrFormat("req-%d", i);
+    r.epsilon = 1;
+    r.delta = 1e-9;
+    r.create_time_ms = 1000 + i;
+    r.chain = std::string(64, static_cast<char>('a' + i));
+    r.payload = std::string(1000, 'p');
+    r.payload_sha256 = Sha256Hex(r.payload);
+    WriteBatch w;
+    w.releases.push_back(r);
+    ASSERT_THAT(store_->Apply(w), IsOk());
+  }
+  const std::vector<ReleaseRow> all = *store_->ListReleases(j.key);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(*store_->LastReleaseChain(j.key), std::optional<std::string>(all.back().chain));
+  EXPECT_EQ(all.back().chain, std::string(64, 'd'));
+  EXPECT_EQ(*store_->LastReleaseChain({"t", "other"}), std::nullopt);
 }
 
 TEST_P(StoreSuite, ReleasesRoundTripAndRequestIdsAreUniquePerTenant) {

@@ -58,6 +58,11 @@ void StreamLimiter::Slot::WriteEnd() {
   last_activity_ = Clock::now();
 }
 
+void StreamLimiter::Slot::SetFarewell(std::function<bool(const std::string&)> farewell) {
+  std::lock_guard<std::mutex> lock(limiter_->mu_);
+  farewell_ = std::move(farewell);
+}
+
 std::string StreamLimiter::Slot::ended_reason() const {
   std::lock_guard<std::mutex> lock(limiter_->mu_);
   return ended_;
@@ -102,11 +107,21 @@ absl::StatusOr<std::unique_ptr<StreamLimiter::Slot>> StreamLimiter::Open(
 }
 
 void StreamLimiter::EndLocked(Slot* slot, std::string reason) {
-  if (!slot->ended_.empty()) return;
+  if (!slot->ended_.empty()) {
+    // Said goodbye before; a stalled write or shutdown does not wait for the grace.
+    if (!slot->cancelled_ && (reason == "stream_stalled" || reason == "shutdown")) {
+      slot->cancelled_ = true;
+      slot->ctx_->TryCancel();
+    }
+    return;
+  }
   spdlog::info("stream ended by the server reason={} tenant={} peer={}", reason,
                slot->tenant_.empty() ? "-" : slot->tenant_, slot->ctx_->peer());
   if (metrics_) metrics_->Shed(reason);
   slot->ended_ = std::move(reason);
+  slot->ended_at_ = Clock::now();
+  if (!slot->writing_ && slot->farewell_ && slot->farewell_(slot->ended_)) return;
+  slot->cancelled_ = true;
   slot->ctx_->TryCancel();
 }
 
@@ -114,6 +129,7 @@ void StreamLimiter::CancelAll() {
   std::lock_guard<std::mutex> lock(mu_);
   closing_ = true;
   for (Slot* s : slots_) EndLocked(s, "shutdown");
+  hurry_ = true;  // the reaper cancels them after the farewell grace
   cv_.notify_all();
 }
 
@@ -129,14 +145,32 @@ void StreamLimiter::Reap() {
   const auto period = std::clamp<std::chrono::milliseconds>(std::min(idle, stall) / 4,
                                                             std::chrono::milliseconds(10),
                                                             std::chrono::milliseconds(1000));
+  const auto grace = std::chrono::milliseconds(options_.farewell_grace_ms);
+  bool farewells = false;  // some stream was told goodbye and is not cancelled yet
   std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, period, [&] { return closing_ && slots_.empty(); })) {
+  for (;;) {
+    const auto wait = farewells ? std::min<std::chrono::milliseconds>(
+                                      period, grace / 4 + std::chrono::milliseconds(1))
+                                : period;
+    cv_.wait_for(lock, wait, [&] { return (closing_ && slots_.empty()) || hurry_; });
+    if (closing_ && slots_.empty()) break;
+    hurry_ = false;
     const auto now = Clock::now();
+    farewells = false;
     for (Slot* s : slots_) {
-      if (s->writing_ && now - s->write_since_ > stall) {
+      if (!s->ended_.empty()) {
+        // Told goodbye: cancelled once the client had its grace to half-close.
+        if (!s->cancelled_ && now - s->ended_at_ > grace) {
+          s->cancelled_ = true;
+          s->ctx_->TryCancel();
+        }
+        farewells |= !s->cancelled_;
+        if (s->writing_ && now - s->write_since_ > stall) EndLocked(s, "stream_stalled");
+      } else if (s->writing_ && now - s->write_since_ > stall) {
         EndLocked(s, "stream_stalled");
       } else if (!s->writing_ && s->pending_ == 0 && now - s->last_activity_ > idle) {
         EndLocked(s, "stream_idle");
+        farewells |= !s->cancelled_;
       }
     }
   }

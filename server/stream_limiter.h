@@ -7,14 +7,19 @@
 // every stream at once (CancelAll): what was admitted is committed, what was not is dropped
 // unacknowledged, and a client's retry of those seqs is answered from the ledger.
 //
-// Ending a stream is grpc::ServerContext::TryCancel (the only way to unblock a sync Read):
-// the client sees CANCELLED; the reason is logged and counted in dpledger_shed_total.
+// Ending a stream: the stream's farewell (SetFarewell) sends a last StepAck with stream_end
+// and the reason, so a client that half-closes gets the call's real status (UNAVAILABLE and
+// the reason) rather than a bare CANCELLED; after farewell_grace_ms, or at once when the
+// farewell cannot be sent (an ack write is blocked), grpc::ServerContext::TryCancel (the
+// only way to unblock a sync Read) ends it and the client sees CANCELLED. The reason is
+// logged and counted in dpledger_shed_total either way.
 //
 // Thread safety: all methods are thread-safe; a Slot is used by its stream's threads.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,6 +42,7 @@ struct StreamLimitOptions {
   int idle_timeout_ms = 300000;       // no message and no pending ack for this long: ended
   int stall_timeout_ms = 30000;       // one ack write blocked this long: ended
   int retry_after_ms = 1000;          // the hint sent with RESOURCE_EXHAUSTED
+  int farewell_grace_ms = 500;        // after a farewell: the client's time to half-close
 };
 
 class StreamLimiter {
@@ -52,6 +58,9 @@ class StreamLimiter {
     void WriteEnd();        // it ended: one pending ack less
     // Why the limiter ended this stream; empty while it has not.
     std::string ended_reason() const;
+    // How to say goodbye: queue a last message for the stream's writer; false when it
+    // cannot be queued now. Called under the limiter's lock: it must not block.
+    void SetFarewell(std::function<bool(const std::string& reason)> farewell);
 
    private:
     friend class StreamLimiter;
@@ -64,6 +73,9 @@ class StreamLimiter {
     std::chrono::steady_clock::time_point write_since_;
     bool writing_ = false;
     std::string ended_;
+    std::function<bool(const std::string&)> farewell_;
+    bool cancelled_ = false;
+    std::chrono::steady_clock::time_point ended_at_;
   };
 
   // metrics may be null.
@@ -88,6 +100,7 @@ class StreamLimiter {
   std::set<Slot*> slots_;
   std::map<std::string, int> per_tenant_;
   bool closing_ = false;
+  bool hurry_ = false;  // the reaper should look now (farewells to time)
   std::thread reaper_;
 };
 

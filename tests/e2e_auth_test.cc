@@ -349,6 +349,23 @@ TEST_F(AuthTest, Issue11ClientCertificatesMapToTenantAndRole) {
   EXPECT_EQ(create(*stranger, "y").first.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   // Token clients (no certificate) keep working.
   EXPECT_TRUE(As(kWriterB)->CreateJob(JobRequest("by-token", 1, 1e-6)).ok());
+
+  // SIGHUP reloads the map (it was read at start only): "stranger" is now named by its
+  // whole subject, runner-a no longer mapped.
+  WriteFileOrDie(dir_.File("certmap"), "subject:CN=stranger team-b writer\ndash-a team-a reader\n");
+  server_->Signal(SIGHUP);
+  WaitForLog("client certificate map '" + dir_.File("certmap") + "' loaded: names=2");
+  auto [by_subject, job_b] = create(*stub_as("stranger"), "by-subject");
+  ASSERT_TRUE(by_subject.ok()) << by_subject.error_message();
+  EXPECT_EQ(job_b.tenant(), "team-b");
+  EXPECT_EQ(create(*stub_as("runner-a"), "z").first.error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  // A malformed map is refused and the one in use stays.
+  WriteFileOrDie(dir_.File("certmap"), "stranger team-b admin\n");
+  server_->Signal(SIGHUP);
+  EXPECT_THAT(WaitForLog("client certificate map refused"),
+              HasSubstr("the old map stays: client_cert_map line 1: role"));
+  EXPECT_TRUE(create(*stub_as("stranger"), "still-mapped").first.ok());
 }
 
 // Issue 11: SIGHUP reloads the TLS certificate without dropping a stream; a mismatched pair

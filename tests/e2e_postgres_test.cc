@@ -10,6 +10,12 @@
 #include <mutex>
 #include <thread>
 
+#include <libpq-fe.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "gmock/gmock.h"
 #include "server/test_postgres.h"
 #include "tests/e2e_fixture.h"
 
@@ -131,6 +137,57 @@ TEST_F(PostgresE2eTest, RestartsAndKillsKeepAnswersIdenticalAndEqualToSqlite) {
   const std::string on_sqlite = Snapshot(**sc, "j");
   EXPECT_EQ(on_sqlite.substr(on_sqlite.find("|steps=")), before.substr(before.find("|steps=")));
   EXPECT_TRUE(other.Stop().ok());
+}
+
+// Issue 11: a PostgreSQL database that lost what this replica acknowledged (restored from an
+// older dump: updates gone, a closed job open again) is refused at start-up with DATA_LOSS
+// naming the loss, until the operator accepts it. Without the replica's high-water mark
+// (server/store_mark.h) the server started and served the older ledger.
+TEST_F(PostgresE2eTest, ADatabaseBehindTheReplicasMarkIsDataLossUnlessAccepted) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(PostgresConfig()));
+  auto c = NewClient();
+  ASSERT_TRUE(c->CreateJob(PlannedJob("j", "pld", 6)).ok());
+  ASSERT_EQ(Stream(*c, "j", 6), 6);
+  ASSERT_TRUE(c->CreateJob(PlannedJob("k", "pld", 1)).ok());
+  ASSERT_TRUE(c->CloseJob("k").ok());
+  ASSERT_TRUE(server_->Stop().ok());
+  auto sql = [&](const std::string& statement) {
+    PGconn* conn = PQconnectdb(url_.c_str());
+    ASSERT_EQ(PQstatus(conn), CONNECTION_OK) << PQerrorMessage(conn);
+    PGresult* r = PQexec(conn, statement.c_str());
+    EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(conn);
+    PQclear(r);
+    PQfinish(conn);
+  };
+  auto expect_refused = [&](const std::string& what) {
+    EXPECT_FALSE(server_->Start().ok()) << "the server started on a database that lost data";
+    std::ifstream in(server_->log_path());
+    std::stringstream log;
+    log << in.rdbuf();
+    EXPECT_THAT(log.str(), ::testing::HasSubstr("start failed code=DATA_LOSS"));
+    EXPECT_THAT(log.str(), ::testing::HasSubstr(what));
+  };
+  // The close is lost: job k open again.
+  sql("UPDATE jobs SET state = 1, close_time_ms = 0 WHERE job_id = 'k'");
+  expect_refused("holds 0 closed jobs and 0 EVR-stopped jobs but 1 closes and 0 EVR stops were "
+                 "acknowledged");
+  // The newest updates are lost too.
+  sql("DELETE FROM updates WHERE job_id = 'j' AND seq > 4");
+  expect_refused("holds 4 updates of 2 jobs and 0 releases but 6 updates of 2 jobs and 0 "
+                 "releases were acknowledged");
+  // Once the operator accepts the loss, the server serves what is left.
+  ServerConfig accept = PostgresConfig();
+  accept.extra_args.push_back("--accept-data-loss");
+  server_ = std::make_unique<ServerProcess>(accept);
+  ASSERT_TRUE(server_->Start().ok()) << server_->LogTail();
+  EXPECT_THAT(server_->LogTail(), ::testing::HasSubstr("ACCEPTING DATA LOSS"));
+  auto job = NewClient()->GetJob("j");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->last_seq(), 4);
+  // and the mark now describes that database: a plain restart is clean.
+  ASSERT_TRUE(server_->Stop().ok());
+  server_ = std::make_unique<ServerProcess>(PostgresConfig());
+  ASSERT_TRUE(server_->Start().ok()) << server_->LogTail();
 }
 
 // Issue 12: "stop and restart the database under load: callers get UNAVAILABLE while it is

@@ -170,6 +170,17 @@ TEST_F(TamperTest, DeletingTheWalAfterAKillIsDataLossUnlessAccepted) {
   EXPECT_EQ(c->GetJob("j").status().code(), absl::StatusCode::kNotFound);
 }
 
+// The mark counts job closes: a closed job opened again (its budget usable anew) is loss.
+TEST_F(TamperTest, AReopenedClosedJobIsDataLossAtStartUp) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  CreateJobWithSteps(2);
+  ASSERT_TRUE(NewClient()->CloseJob("j").ok());
+  ASSERT_TRUE(server_->Stop().ok());
+  ExecSql(Db(), "UPDATE jobs SET state = 1, close_time_ms = 0");
+  ExpectStartRefused("holds 0 closed jobs and 0 EVR-stopped jobs but 1 closes and 0 EVR stops "
+                     "were acknowledged");
+}
+
 TEST_F(TamperTest, AnEmptiedDatabaseFileIsDataLossAtStartUp) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   CreateJobWithSteps(4);

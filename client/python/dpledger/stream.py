@@ -123,20 +123,27 @@ class StepStream:
         while True:
             if self._call is None:
                 self._open()
+            retryable = False
             try:
                 proto = next(self._call)
             except StopIteration:
                 error = errors.Internal("the server ended the stream with updates unacknowledged")
             except grpc.RpcError as e:
-                if e.code() in _RETRYABLE and self._failures + 1 < policy.max_attempts:
-                    self._failures += 1
-                    self.reconnects += 1
-                    self._drop()
-                    self.job.ledger._backoff(self._failures + 1)
-                    continue
+                retryable = e.code() in _RETRYABLE
                 error = errors.from_rpc_error(e)
             else:
-                break
+                if not proto.stream_end:
+                    break
+                # The server is ending this stream (idle, shutting down): it acknowledges
+                # nothing; reconnect and resend as after a broken stream.
+                retryable = True
+                error = errors.from_code_number(proto.error_code, proto.error_message)
+            if retryable and self._failures + 1 < policy.max_attempts:
+                self._failures += 1
+                self.reconnects += 1
+                self._drop()
+                self.job.ledger._backoff(self._failures + 1)
+                continue
             self._drop()
             raise error
         self._failures = 0
