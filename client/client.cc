@@ -190,9 +190,11 @@ absl::StatusOr<v1::Job> Client::CreateJob(v1::CreateJobRequest request) {
   // accept the existing job when it is the one asked for.
   if (retried && s.code() == absl::StatusCode::kAlreadyExists) {
     auto existing = GetJob(request.job_id());
-    const std::string want = request.accountant().empty() ? "pld" : request.accountant();
+    // An empty accountant is the server's choice (its --default-accountant, or the
+    // filter of an adaptive schedule), so only a named one is compared.
     if (existing.ok() && existing->budget().epsilon() == request.budget().epsilon() &&
-        existing->budget().delta() == request.budget().delta() && existing->accountant() == want &&
+        existing->budget().delta() == request.budget().delta() &&
+        (request.accountant().empty() || existing->accountant() == request.accountant()) &&
         existing->num_updates() == 0) {
       return *existing;
     }

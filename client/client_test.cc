@@ -30,6 +30,7 @@ class FakeLedger final : public v1::Ledger::Service {
   std::vector<int64_t> append_seqs;                     // first seq of every call
   std::vector<std::string> authorization;               // metadata seen by AppendSteps
   int create_calls = 0;
+  std::string job_accountant = "pld";  // what GetJob reports
   int stream_calls = 0;
   std::vector<int64_t> stream_seqs;  // every seq received over every stream
   int64_t admitted_seq = 0;          // highest seq "durably admitted"
@@ -68,7 +69,7 @@ class FakeLedger final : public v1::Ledger::Service {
     job->set_job_id(request->job_id());
     job->mutable_budget()->set_epsilon(2.0);
     job->mutable_budget()->set_delta(1e-6);
-    job->set_accountant("pld");
+    job->set_accountant(job_accountant);
     return grpc::Status::OK;
   }
 
@@ -181,6 +182,16 @@ TEST_F(ClientTest, CreateJobWhoseAnswerWasLostIsAcceptedWhenItMatches) {
   // A different budget is a real conflict.
   fake_.create_calls = 0;
   r.mutable_budget()->set_epsilon(3.0);
+  EXPECT_THAT(c->CreateJob(r), StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("exists")));
+
+  // No accountant asked: the server's choice (an adaptive job reports its filter) matches;
+  // a named one must be the job's (the crash soak found the first case refused).
+  r.mutable_budget()->set_epsilon(2.0);
+  fake_.job_accountant = "renyi";
+  fake_.create_calls = 0;
+  EXPECT_TRUE(c->CreateJob(r).ok());
+  fake_.create_calls = 0;
+  r.set_accountant("pld");
   EXPECT_THAT(c->CreateJob(r), StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("exists")));
 }
 

@@ -319,7 +319,9 @@ std::optional<double> FilterPolicy::BudgetCurveDelta(double epsilon) const {
 absl::StatusOr<std::unique_ptr<AdmissionPolicy>> CreateFilterPolicy(
     const JobRow& job, const PolicyOptions& options,
     std::span<const core::MechanismEvent> ledger) {
-  core::AccountantOptions opts = options.accountant_options;
+  // Admission reads only the certified ends (Spent on a job whose estimates this
+  // changes composes a fresh accountant: ledger_service.cc).
+  core::AccountantOptions opts = core::ForBoundsOnly(options.accountant_options);
   std::string name, hint, accountant;
   std::string guarantee = AdmissionGuarantee(job);
   std::optional<SchedulePlan> plan;

@@ -573,8 +573,12 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
     ans.num_steps = entry.num_steps;
     ans.last_seq = entry.last_seq;
     tail = entry.tail;
-    const bool own = (query.accountant.empty() || query.accountant == row.accountant) &&
-                     query.pld_precision == 0;
+    // The admission accountant is bounds-only (core::ForBoundsOnly): where that changes
+    // the estimate, a query composes a fresh accountant with the service's options.
+    const bool same = (query.accountant.empty() || query.accountant == row.accountant) &&
+                      query.pld_precision == 0;
+    const bool own =
+        same && !core::BoundsOnlyChangesEstimate(row.accountant, options_.accountant_options);
     if (query.pld_precision != 0 && query.accountant != "pld" &&
         !(query.accountant.empty() && row.accountant == "pld")) {
       return absl::InvalidArgumentError("pld_precision applies only to accountant pld");
@@ -591,7 +595,7 @@ absl::StatusOr<SpentAnswer> LedgerService::Spent(const Caller& caller, std::stri
       ans.accountant = own                      ? std::string(policy.answering_accountant())
                        : query.accountant.empty() ? row.accountant
                                                   : query.accountant;
-      ans.realised_curve = true;
+      ans.realised_curve = own || !same;  // not when re-composing the admission accountant
       other = true;
       const auto events = policy.ledger().events();
       ledger.assign(events.begin(), events.end());

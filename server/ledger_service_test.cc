@@ -158,6 +158,29 @@ TEST_F(LedgerServiceTest, SpaAndEdgeworthJobsAdmitOnlyByACertifiedBound) {
   }
 }
 
+// Issue 15: the SPA's conditioned estimate (0.2-1 s per fresh ledger) is not computed
+// at admission, which reads only the certified ends; Spent still answers with it.
+// sigma 1, q 1e-3, 1000 steps, delta 1e-9: epsilon 0.4111 (PLD), the unconditioned SPA
+// estimate 1.11.
+TEST_F(LedgerServiceTest, SpaJobsAdmitBoundsOnlyAndSpentAnswersTheConditionedEstimate) {
+  const core::MechanismEvent step{*core::Mechanism::SubsampledGaussian(1.0, 1e-3), 1000};
+  JobSpec spec{.job_id = "spa", .budget_epsilon = 5, .budget_delta = 1e-9, .accountant = "spa"};
+  ASSERT_TRUE(service_->CreateJob(Caller::Insecure(), spec).ok());
+  absl::StatusOr<Ack> ack = Append(UpdateInput{1, {step}}, "spa");
+  ASSERT_THAT(ack, IsOk());
+  ASSERT_TRUE(ack->admitted) << ack->refusal_reason;
+  EXPECT_GT(ack->spent.estimate, 1.0);  // the admission accountant's, unconditioned
+  absl::StatusOr<SpentAnswer> spent =
+      service_->Spent(Caller::Insecure(), "", "spa", {.delta = 1e-9});
+  ASSERT_THAT(spent, IsOk());
+  EXPECT_EQ(spent->accountant, "spa");
+  EXPECT_FALSE(spent->realised_curve);
+  EXPECT_NEAR(spent->epsilon->estimate, 0.4111, 0.01 * 0.4111);
+  // The same certified ends as admission.
+  EXPECT_DOUBLE_EQ(spent->epsilon->upper, ack->spent.upper);
+  EXPECT_DOUBLE_EQ(spent->epsilon->lower, ack->spent.lower);
+}
+
 TEST_F(LedgerServiceTest, AdmitsUntilTheBudgetAndChargesTheCertifiedUpperBound) {
   Create();
   for (int seq = 1; seq <= 7; ++seq) {

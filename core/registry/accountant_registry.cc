@@ -17,6 +17,18 @@ std::span<const std::string_view> AccountantNames() { return kNames; }
 
 bool CanCertify(std::string_view name) { return name != "mc"; }
 
+AccountantOptions ForBoundsOnly(AccountantOptions options) {
+  options.spa.conditioning = SpaConditioning::kOff;
+  options.edgeworth.conditioning = SpaConditioning::kOff;
+  return options;
+}
+
+bool BoundsOnlyChangesEstimate(std::string_view name, const AccountantOptions& options) {
+  if (name == "spa") return options.spa.conditioning != SpaConditioning::kOff;
+  if (name == "edgeworth") return options.edgeworth.conditioning != SpaConditioning::kOff;
+  return false;
+}
+
 absl::StatusOr<std::unique_ptr<Accountant>> CreateAccountant(std::string_view name,
                                                              const AccountantOptions& options) {
   if (name == "analytic") return std::make_unique<AnalyticGaussianAccountant>();

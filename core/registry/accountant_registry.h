@@ -31,6 +31,13 @@ std::span<const std::string_view> AccountantNames();
 // statistical guarantee comes from the EVR verifier, per release).
 bool CanCertify(std::string_view name);
 
+// The options of an accountant whose certified ends are all that is read (admission):
+// work that refines the estimate alone is turned off (SPA/Edgeworth conditioning,
+// 0.2-1 s per fresh ledger; the bounds do not depend on it).
+AccountantOptions ForBoundsOnly(AccountantOptions options);
+// True when ForBoundsOnly(options) changes the named accountant's estimates.
+bool BoundsOnlyChangesEstimate(std::string_view name, const AccountantOptions& options);
+
 // INVALID_ARGUMENT naming `accountant` for an unknown name.
 absl::StatusOr<std::unique_ptr<Accountant>> CreateAccountant(
     std::string_view name, const AccountantOptions& options = {});
