@@ -44,13 +44,13 @@ int PickFreePort();
 void WriteFileOrDie(const std::string& path, const std::string& text);
 
 struct ServerConfig {
-  std::string data_dir;
+  std::string data_dir = {};
   // true: --insecure (plaintext, no auth). false: the TLS and token flags below.
   bool insecure = true;
-  std::string tls_cert, tls_key, token_file;
-  std::vector<std::string> extra_args;
+  std::string tls_cert = {}, tls_key = {}, token_file = {};
+  std::vector<std::string> extra_args = {};
   // How readiness is checked (TLS, CA, token); target is filled in by Start.
-  client::ClientOptions probe;
+  client::ClientOptions probe = {};
   int64_t ready_timeout_ms = 30000;
 };
 

@@ -163,7 +163,9 @@ TEST(McAccountant, LadderIsDeterministicAndAnswersFromTheBestRung) {
         << tilt;
     auto fresh = Make(o);
     ASSERT_TRUE(fresh->Compose(*Mechanism::Gaussian(70.0), 1200).ok());
-    if (eps != 3.05) EXPECT_EQ(fresh->DeltaForEpsilon(eps)->estimate, d->estimate) << eps;
+    if (eps != 3.05) {
+      EXPECT_EQ(fresh->DeltaForEpsilon(eps)->estimate, d->estimate) << eps;
+    }
   }
 }
 

@@ -211,7 +211,7 @@ TEST(TiltMixture, MatchesClosedFormAndMpmathReferences) {
 TEST(TiltMixture, AddDirectionMatchesSpecTable) {
   // mc-evr.md 9.4 (sigma 1, q 0.5, k 10), add direction: the add law tilted by the
   // add ledger's saddle point; references carry ~1e-7 discretisation error.
-  for (const auto [eps, ref] : {std::pair{1.0, 0.3197408}, std::pair{2.0, 0.1146268}}) {
+  for (const auto& [eps, ref] : {std::pair{1.0, 0.3197408}, std::pair{2.0, 0.1146268}}) {
     McEstimateRequest r{.events = {Event(Mechanism::SubsampledGaussian(1.0, 0.5), 10)},
                         .direction = Direction::kAdd, .epsilon = eps,
                         .estimator = McEstimator::kTiltMixture, .seed = 18,
