@@ -193,9 +193,11 @@ absl::StatusOr<core::VerifierOptions> ParseOptions(const Args& args) {
       o.estimator = core::VerifierEstimator::kImportanceSampling;
     } else if (*e == "tilt") {
       o.estimator = core::VerifierEstimator::kTiltEvery;
+    } else if (*e == "loss") {
+      o.estimator = core::VerifierEstimator::kTiltLoss;
     } else {
       return absl::InvalidArgumentError(
-          absl::StrFormat("--estimator must be auto, smc, is or tilt, got '%s'", *e));
+          absl::StrFormat("--estimator must be auto, smc, is, tilt or loss, got '%s'", *e));
     }
   }
   if (auto c = args.Get("certify")) {

@@ -7,6 +7,7 @@
 #include "core/evr/direction_certifier.h"
 #include "core/evr/smc_moment_bound.h"
 #include "core/evr/tilt_moment_bound.h"
+#include "core/mc/mc_loss_tilt_math.h"
 #include "core/mc/tilt_choice.h"
 #include "core/evr/verifier.h"
 
@@ -62,6 +63,7 @@ std::string_view VerifierEstimatorName(VerifierEstimator e) {
     case VerifierEstimator::kSmc: return "smc";
     case VerifierEstimator::kImportanceSampling: return "is";
     case VerifierEstimator::kTiltEvery: return "tilt";
+    case VerifierEstimator::kTiltLoss: return "loss";
   }
   return "unknown";
 }
@@ -118,7 +120,8 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
   bool is_applicable = true;
   for (const MechanismEvent& e : ledger) is_applicable &= IsGaussianKind(e.mechanism);
   if ((options.estimator == VerifierEstimator::kImportanceSampling ||
-       options.estimator == VerifierEstimator::kTiltEvery) &&
+       options.estimator == VerifierEstimator::kTiltEvery ||
+       options.estimator == VerifierEstimator::kTiltLoss) &&
       !is_applicable) {
     return absl::UnimplementedError(absl::StrFormat(
         "estimator %s: importance sampling needs every step to be gaussian or "
@@ -162,6 +165,21 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
       remove.nu_method = absl::StrFormat("tilt chernoff, lambda=%g, theta=%g", tilt->bound.lambda,
                                          tilt->thetas.empty() ? 0.0 : tilt->thetas[0]);
       remove.thetas = tilt->thetas;
+    }
+  }
+  if (is_applicable && (options.estimator == VerifierEstimator::kAuto ||
+                        options.estimator == VerifierEstimator::kTiltLoss)) {
+    // One common integer order for every event (core/mc samples its exact mixture).
+    auto loss = ChooseLossTilt(ledger, epsilon, mc::kMaxLossTiltOrder, options.smc_max_lambda);
+    if (!loss.ok()) return loss.status();
+    if (options.estimator == VerifierEstimator::kTiltLoss ||
+        loss->bound.log_nu < remove.log_nu) {
+      remove.estimator = McEstimator::kTiltLoss;
+      remove.nu = std::exp(loss->bound.log_nu);
+      remove.log_nu = loss->bound.log_nu;
+      remove.nu_method = absl::StrFormat("loss tilt chernoff, lambda=%g, order=%d",
+                                         loss->bound.lambda, loss->order);
+      remove.thetas.assign(ledger.size(), static_cast<double>(loss->order));
     }
   }
   r.directions.push_back(remove);
