@@ -203,11 +203,13 @@ absl::StatusOr<core::VerifierOptions> ParseOptions(const Args& args) {
   if (auto c = args.Get("certify")) {
     if (*c == "pld") {
       o.certification = core::DirectionCertification::kPld;
+    } else if (*c == "pld-far") {
+      o.certification = core::DirectionCertification::kPldFar;
     } else if (*c == "none") {
       o.certification = core::DirectionCertification::kNone;
     } else {
       return absl::InvalidArgumentError(
-          absl::StrFormat("--certify must be pld or none, got '%s'", *c));
+          absl::StrFormat("--certify must be pld, pld-far or none, got '%s'", *c));
     }
   }
   if (auto b = args.Get("backend")) {

@@ -21,7 +21,8 @@
 //     kTiltMixture (an EM-fitted mixture proposal) has no proven nu, so it is never used;
 //  4b. certified directions (options.certification = kPld, the default): a direction
 //     whose certified PLD upper bound U_d on delta_d(epsilon) satisfies U_d <= T passes
-//     without sampling (nu and m are still reported, m is not drawn);
+//     without sampling (nu and m are still reported, m is not drawn); kPldFar asks
+//     U_d <= T/100 (stricter, so the argument below holds unchanged);
 //  5. refuse (reject, never approximate) if some sampled direction's m > max_samples or
 //     the predicted time (from a short measured throughput run) exceeds max_seconds;
 //  6. draw m fresh paths with a fresh seed from the OS entropy source; pass iff
@@ -82,7 +83,12 @@ enum class VerifierEstimator {
 enum class DirectionCertification {
   kNone,  // sample every checked direction
   kPld,   // certify d when the PLD certified upper bound on delta_d(eps) is <= T
+  // Certify d only when that bound is "far below" the threshold, <= kFarCertifyFraction T
+  // (issue 14's wording; typically the add direction of DP-SGD), and sample the rest:
+  // a sampled verification of the tight direction with the slack one settled.
+  kPldFar,
 };
+inline constexpr double kFarCertifyFraction = 0.01;
 std::string_view VerifierEstimatorName(VerifierEstimator e);  // "auto", "smc", "is", "tilt", "loss"
 
 struct VerifierOptions {

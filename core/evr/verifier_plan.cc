@@ -211,15 +211,18 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
     d.samples = RequiredSamples(d.nu, r.thresholds);
     // core/mc needs at least two paths; more paths never weaken the FP bound.
     d.samples.num_samples = std::max<int64_t>(d.samples.num_samples, 2);
-    if (options.certification == DirectionCertification::kPld) {
+    if (options.certification != DirectionCertification::kNone) {
       // Public inputs only (verifier.h, "Why certified directions keep the guarantee").
       // A direction PLD cannot bound (or not within 30 s) is simply sampled.
-      absl::StatusOr<double> upper =
-          PldDirectionUpper(ledger, d.direction, epsilon, r.thresholds.threshold);
+      const double bar =
+          options.certification == DirectionCertification::kPldFar
+              ? kFarCertifyFraction * r.thresholds.threshold
+              : r.thresholds.threshold;
+      absl::StatusOr<double> upper = PldDirectionUpper(ledger, d.direction, epsilon, bar);
       if (upper.ok()) {
         d.certified_upper = *upper;
         d.certified_by = "pld";
-        d.certified = *upper <= r.thresholds.threshold;
+        d.certified = *upper <= bar;
       }
     }
   }
