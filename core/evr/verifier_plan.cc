@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_format.h"
+#include "core/evr/add_moment_bound.h"
 #include "core/evr/direction_certifier.h"
 #include "core/evr/smc_moment_bound.h"
 #include "core/evr/tilt_moment_bound.h"
@@ -203,6 +204,15 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
       add.nu = nu_smc;
       add.log_nu = s2.log_value;
       add.nu_method = smc_method + " (remove-direction MGF bounds add)";
+      if (is_applicable) {  // the add MGF itself, bounded by an upper Riemann sum
+        auto add_s2 = AddSmcMomentBound(ledger, epsilon, options.smc_max_lambda);
+        if (!add_s2.ok()) return add_s2.status();
+        if (add_s2->log_value < add.log_nu) {
+          add.nu = std::exp(add_s2->log_value);
+          add.log_nu = add_s2->log_value;
+          add.nu_method = absl::StrFormat("smc S(2) of the add MGF, lambda=%g", add_s2->lambda);
+        }
+      }
       r.directions.push_back(add);
     }
   }

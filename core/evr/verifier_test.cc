@@ -246,7 +246,9 @@ TEST(Verifier, ChecksTheAddDirectionOnlyWhenItCanBeNonZero) {
   ASSERT_EQ(below->directions.size(), 2u);
   EXPECT_EQ(below->directions[1].direction, Direction::kAdd);
   EXPECT_EQ(below->directions[1].estimator, McEstimator::kSmc);
-  EXPECT_EQ(below->directions[1].nu, below->directions[0].nu);  // S(2), remove MGF
+  // S(2) of the add MGF itself (add_moment_bound.h), below the remove MGF's S(2) (1 here).
+  EXPECT_NEAR(below->directions[1].nu, 0.3491, 0.0001);
+  EXPECT_EQ(below->directions[0].nu, 1);
   EXPECT_FALSE(below->add_direction_zero);
   auto above = PlanVerification(ledger, 6.94, 1e-3, SmcOptions(0.9));
   ASSERT_TRUE(above.ok());
