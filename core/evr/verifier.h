@@ -15,8 +15,8 @@
 //     (is_moment_bound.h), remove with the every-coordinate output tilt -> its Chernoff
 //     bound at the tilt minimising it, remove with the loss tilt (core/mc kTiltLoss) ->
 //     its Chernoff bound at the integer order minimising it (both tilt_moment_bound.h),
-//     remove with SMC -> S(2), add ->
-//     SMC with S(2) of the remove MGF (smc_moment_bound.h); auto takes the estimator
+//     remove with SMC -> S(2), add -> SMC with the smaller of S(2) of the remove MGF
+//     (smc_moment_bound.h) and of the add MGF (add_moment_bound.h); auto takes the estimator
 //     with the smallest proven nu; m = ceil((2 nu/Delta^2) ln(tau/delta_est)). core/mc's
 //     kTiltMixture (an EM-fitted mixture proposal) has no proven nu, so it is never used;
 //  4b. certified directions (options.certification = kPld, the default): a direction
