@@ -9,8 +9,8 @@
 namespace dpledger::core {
 namespace {
 
-constexpr double kZMax = 40;          // grid on |z| <= 40 (z = o / s)
-constexpr int kCells = 800000;        // cell width 1e-4
+constexpr double kZMax = 12;          // grid on |z| <= 12 (z = o / s)
+constexpr int kCells = 240000;        // cell width 1e-4
 constexpr double kRoundingSlack = 1e-9;  // per-step log slack for erfc-difference rounding
 
 // log Q(z < -kZMax) <= log(phi(kZMax)/kZMax) (Mills' ratio).
@@ -77,6 +77,7 @@ absl::StatusOr<MomentBound> AddSmcMomentBound(std::span<const MechanismEvent> le
     Grid grid;  // subsampled steps only
   };
   std::vector<Term> terms;
+  int distinct = 0;
   for (size_t i = 0; i < ledger.size(); ++i) {
     const Mechanism& m = ledger[i].mechanism;
     if (m.kind() != MechanismKind::kGaussian && m.kind() != MechanismKind::kSubsampledGaussian) {
@@ -85,24 +86,47 @@ absl::StatusOr<MomentBound> AddSmcMomentBound(std::span<const MechanismEvent> le
           "steps only",
           i));
     }
-    Term t{GaussianStep{m.normalized_noise(), m.sampling_rate()},
-           static_cast<double>(ledger[i].count), {}};
+    const GaussianStep step{m.normalized_noise(), m.sampling_rate()};
+    bool merged = false;  // equal steps share one grid
+    for (Term& t : terms) {
+      if (t.step.sigma == step.sigma && t.step.q == step.q) {
+        t.count += static_cast<double>(ledger[i].count);
+        merged = true;
+        break;
+      }
+    }
+    if (merged) continue;
+    if (step.q < 1 && ++distinct > kMaxDistinctSteps) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "the add-direction moment bound takes at most %d distinct subsampled steps",
+          kMaxDistinctSteps));
+    }
+    Term t{step, static_cast<double>(ledger[i].count), {}};
     if (t.step.q < 1) t.grid = MakeGrid(t.step);
     terms.push_back(std::move(t));
   }
-  MomentBound best;  // lambda 0: E[x^2] <= 1
-  double prev = kInf;
-  for (int lambda = 1; lambda <= max_lambda; ++lambda) {
+  auto log_nu = [&](int lambda) {
     double v = LogC(lambda) - lambda * epsilon;
     for (const Term& t : terms) {
       v += t.count * (t.step.q < 1 ? LogBFromGrid(lambda, t.grid)
                                    : LogAddMgfUpper(lambda, t.step));
     }
-    if (std::isnan(v)) v = kInf;
-    if (v < best.log_value) best = {v, static_cast<double>(lambda)};
-    if (v > prev) break;
-    prev = v;
+    return std::isnan(v) ? kInf : v;
+  };
+  // Convex in lambda (log c and each log-sum-exp of linear functions are): bisect on the
+  // sign of the forward difference for the integer minimum.
+  int lo = 1, hi = max_lambda;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (log_nu(mid + 1) < log_nu(mid)) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
   }
+  MomentBound best;  // lambda 0: E[x^2] <= 1
+  const double v = log_nu(lo);
+  if (v < best.log_value) best = {v, static_cast<double>(lo)};
   return best;
 }
 

@@ -87,6 +87,14 @@ TEST(AddMomentBound, RejectsBadInputs) {
   EXPECT_THAT(AddSmcMomentBound(laplace, 1).status(), StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("ledger[0]")));
   const std::vector<MechanismEvent> g = {MechanismEvent{*Mechanism::Gaussian(1.0), 1}};
   EXPECT_THAT(AddSmcMomentBound(g, -1).status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("epsilon")));
+  std::vector<MechanismEvent> many;
+  for (int i = 0; i <= kMaxDistinctSteps; ++i) {
+    many.push_back(MechanismEvent{*Mechanism::SubsampledGaussian(1.0 + i, 0.01), 1});
+  }
+  EXPECT_THAT(AddSmcMomentBound(many, 1).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("distinct")));
+  many.back() = many.front();  // equal steps merge
+  EXPECT_TRUE(AddSmcMomentBound(many, 1).ok());
   EXPECT_THAT(AddSmcMomentBound(g, 1, 0).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_lambda")));
 }
