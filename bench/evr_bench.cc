@@ -186,8 +186,8 @@ double PlannedPaths(const VerificationResult& r, bool remove_only) {
 // Counters, all planned paths: m_remove / m_remove_before (certification off), m_all /
 // m_all_before (both directions, certification off), m_default (what the default
 // verifier samples: PLD-certified directions draw nothing), the remove direction's nu
-// and estimator (0 smc, 1 is, 2 tilt), and m_remove_loss_tilt: the remove direction's m
-// if core/mc sampled the loss tilt (tilt_moment_bound.h ChooseLossTilt; not available).
+// and estimator (McEstimator: 0 smc, 1 is, 2 tilt_every, 4 tilt_loss), and
+// m_remove_loss_tilt: the remove direction's m with the loss tilt (ChooseLossTilt).
 void BM_PlannedM(benchmark::State& state) {
   const DpSgdSetting& s = kDpSgdSettings[state.range(0)];
   const auto ledger = DpSgdLedger(s);

@@ -27,10 +27,10 @@ constexpr CommandHelp kCommands[] = {
 )"},
     {"verify", "", false, true,
      R"(  verify    --epsilon E --delta-est D [--tau T] [--rho R] [--max-samples N]
-            [--estimator auto|smc|is|tilt] [--certify pld|none] [--plan]
+            [--estimator auto|smc|is|tilt|loss] [--certify pld|pld-far|none] [--plan]
             --step SPEC ... [--json]
             --certify pld (default): a direction PLD certifies below the threshold
-                    is not sampled
+                    is not sampled; pld-far: only one PLD puts 100x below it
             --plan: per direction the estimator or certified bound, nu, m and the
                     predicted time, before any verification sample is drawn
 )"},

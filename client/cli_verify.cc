@@ -193,19 +193,23 @@ absl::StatusOr<core::VerifierOptions> ParseOptions(const Args& args) {
       o.estimator = core::VerifierEstimator::kImportanceSampling;
     } else if (*e == "tilt") {
       o.estimator = core::VerifierEstimator::kTiltEvery;
+    } else if (*e == "loss") {
+      o.estimator = core::VerifierEstimator::kTiltLoss;
     } else {
       return absl::InvalidArgumentError(
-          absl::StrFormat("--estimator must be auto, smc, is or tilt, got '%s'", *e));
+          absl::StrFormat("--estimator must be auto, smc, is, tilt or loss, got '%s'", *e));
     }
   }
   if (auto c = args.Get("certify")) {
     if (*c == "pld") {
       o.certification = core::DirectionCertification::kPld;
+    } else if (*c == "pld-far") {
+      o.certification = core::DirectionCertification::kPldFar;
     } else if (*c == "none") {
       o.certification = core::DirectionCertification::kNone;
     } else {
       return absl::InvalidArgumentError(
-          absl::StrFormat("--certify must be pld or none, got '%s'", *c));
+          absl::StrFormat("--certify must be pld, pld-far or none, got '%s'", *c));
     }
   }
   if (auto b = args.Get("backend")) {

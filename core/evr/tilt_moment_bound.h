@@ -76,10 +76,10 @@ absl::StatusOr<TiltEveryChoice> ChooseTiltEvery(std::span<const MechanismEvent> 
 // q < 1 an exact mixture of 2(n+1) normals, the binomial expansion of e^{n y}), with
 // w = prod_i A_{n+1}(s_i, q_i) e^{-n y_i(t_i)}: the same derivation with (4) replaced by
 // E_P[w_i e^{lambda y_i}] = A_{n+1} A_{lambda-n+1} (integer lambda >= n - 1; A_0 = 1).
-// core/mc does not sample this proposal (yet): the bound is here so that the verifier's
-// planned m with it can be compared (bench/evr_bench BM_PlannedM, issue 14). Measured at
-// sigma 1, q 0.01, 1000 steps, eps 1.9187: empirical E[x^2]/delta^2 5.4 at order 7
-// against ~2.5e3 for the output tilt; proven nu 1.41e-9 (56 delta^2) against 1.17e-6.
+// core/mc samples this proposal exactly (McEstimator::kTiltLoss, mc_loss_tilt_math.h);
+// the verifier takes it when its nu is the smallest. Measured at sigma 1, q 0.01, 1000
+// steps, eps 1.9187: empirical E[x^2]/delta^2 5.4 at order 7 against ~2.5e3 for the
+// output tilt; proven nu 1.41e-9 (56 delta^2) against 1.17e-6.
 // The common order n minimising nu over 0..max_order (0 is SMC). Same errors as above.
 struct LossTiltChoice {
   int order = 0;

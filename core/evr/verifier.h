@@ -12,14 +12,17 @@
 //  3. directions: remove, plus add unless epsilon >= sum_i (max add-direction loss)
 //     (then delta_A = 0 exactly) or every step is symmetric (same law);
 //  4. per direction a PROVEN nu >= E[x^2]: remove with IS -> min_theta nu_IS(theta)
-//     (is_moment_bound.h), remove with the every-coordinate tilt -> its Chernoff bound
-//     at the tilt minimising it (tilt_moment_bound.h), remove with SMC -> S(2), add ->
-//     SMC with S(2) of the remove MGF (smc_moment_bound.h); auto takes the estimator
+//     (is_moment_bound.h), remove with the every-coordinate output tilt -> its Chernoff
+//     bound at the tilt minimising it, remove with the loss tilt (core/mc kTiltLoss) ->
+//     its Chernoff bound at the integer order minimising it (both tilt_moment_bound.h),
+//     remove with SMC -> S(2), add -> SMC with the smaller of S(2) of the remove MGF
+//     (smc_moment_bound.h) and of the add MGF (add_moment_bound.h); auto takes the estimator
 //     with the smallest proven nu; m = ceil((2 nu/Delta^2) ln(tau/delta_est)). core/mc's
 //     kTiltMixture (an EM-fitted mixture proposal) has no proven nu, so it is never used;
 //  4b. certified directions (options.certification = kPld, the default): a direction
 //     whose certified PLD upper bound U_d on delta_d(epsilon) satisfies U_d <= T passes
-//     without sampling (nu and m are still reported, m is not drawn);
+//     without sampling (nu and m are still reported, m is not drawn); kPldFar asks
+//     U_d <= T/100 (stricter, so the argument below holds unchanged);
 //  5. refuse (reject, never approximate) if some sampled direction's m > max_samples or
 //     the predicted time (from a short measured throughput run) exceeds max_seconds;
 //  6. draw m fresh paths with a fresh seed from the OS entropy source; pass iff
@@ -68,10 +71,11 @@
 namespace dpledger::core {
 
 enum class VerifierEstimator {
-  kAuto,                // the smallest proven nu among smc, is and tilt (is, tilt: Gaussian kinds)
+  kAuto,                // the smallest proven nu among smc, is, tilt and loss (not smc: Gaussian kinds)
   kSmc,                 // simple Monte Carlo (any mechanism with a proven MGF)
   kImportanceSampling,  // exponential tilt of one coordinate (Gaussian / subsampled Gaussian only)
-  kTiltEvery,           // exponential tilt of every coordinate (Gaussian / subsampled Gaussian only)
+  kTiltEvery,           // output tilt of every coordinate (Gaussian / subsampled Gaussian only)
+  kTiltLoss,            // loss tilt of every coordinate, integer order (Gaussian kinds only)
 };
 
 // How a direction may be settled without sampling (see "Why certified directions keep
@@ -79,8 +83,13 @@ enum class VerifierEstimator {
 enum class DirectionCertification {
   kNone,  // sample every checked direction
   kPld,   // certify d when the PLD certified upper bound on delta_d(eps) is <= T
+  // Certify d only when that bound is "far below" the threshold, <= kFarCertifyFraction T
+  // (issue 14's wording; typically the add direction of DP-SGD), and sample the rest:
+  // a sampled verification of the tight direction with the slack one settled.
+  kPldFar,
 };
-std::string_view VerifierEstimatorName(VerifierEstimator e);  // "auto", "smc", "is", "tilt"
+inline constexpr double kFarCertifyFraction = 0.01;
+std::string_view VerifierEstimatorName(VerifierEstimator e);  // "auto", "smc", "is", "tilt", "loss"
 
 struct VerifierOptions {
   double tau = 0.99;          // in (0, 1]: underestimates by less than a factor tau pass
@@ -115,7 +124,7 @@ struct DirectionCheck {
   double nu = 0;              // proven upper bound on E[x^2] of one path (may be +inf)
   double log_nu = 0;          // log nu (finite where nu overflows)
   std::string nu_method;      // e.g. "smc S(2), lambda=4" or "is hoelder a=3"
-  std::vector<double> thetas; // IS tilts, one per ledger event (empty for SMC)
+  std::vector<double> thetas; // tilts (IS, tilt) or loss-tilt orders, per ledger event (SMC: empty)
   SampleCount samples;        // m
   double predicted_seconds = 0;  // m / measured throughput (0 when not measured)
   // Certified instead of sampled: certified_upper >= delta_d(eps) and <= T (m not drawn).
@@ -129,7 +138,7 @@ struct DirectionCheck {
 };
 
 // How the direction was (or will be) verified, for records and reports:
-// "sampled 18231 paths (is)" or "certified by pld upper bound 1.2e-09".
+// "sampled 18231 paths (tilt_loss)" or "certified by pld upper bound 1.2e-09".
 std::string DirectionVerifiedBy(const DirectionCheck& d);
 
 struct VerifiedGuarantee {

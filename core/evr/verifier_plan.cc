@@ -4,9 +4,11 @@
 #include <limits>
 
 #include "absl/strings/str_format.h"
+#include "core/evr/add_moment_bound.h"
 #include "core/evr/direction_certifier.h"
 #include "core/evr/smc_moment_bound.h"
 #include "core/evr/tilt_moment_bound.h"
+#include "core/mc/mc_loss_tilt_math.h"
 #include "core/mc/tilt_choice.h"
 #include "core/evr/verifier.h"
 
@@ -62,6 +64,7 @@ std::string_view VerifierEstimatorName(VerifierEstimator e) {
     case VerifierEstimator::kSmc: return "smc";
     case VerifierEstimator::kImportanceSampling: return "is";
     case VerifierEstimator::kTiltEvery: return "tilt";
+    case VerifierEstimator::kTiltLoss: return "loss";
   }
   return "unknown";
 }
@@ -118,7 +121,8 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
   bool is_applicable = true;
   for (const MechanismEvent& e : ledger) is_applicable &= IsGaussianKind(e.mechanism);
   if ((options.estimator == VerifierEstimator::kImportanceSampling ||
-       options.estimator == VerifierEstimator::kTiltEvery) &&
+       options.estimator == VerifierEstimator::kTiltEvery ||
+       options.estimator == VerifierEstimator::kTiltLoss) &&
       !is_applicable) {
     return absl::UnimplementedError(absl::StrFormat(
         "estimator %s: importance sampling needs every step to be gaussian or "
@@ -164,6 +168,21 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
       remove.thetas = tilt->thetas;
     }
   }
+  if (is_applicable && (options.estimator == VerifierEstimator::kAuto ||
+                        options.estimator == VerifierEstimator::kTiltLoss)) {
+    // One common integer order for every event (core/mc samples its exact mixture).
+    auto loss = ChooseLossTilt(ledger, epsilon, mc::kMaxLossTiltOrder, options.smc_max_lambda);
+    if (!loss.ok()) return loss.status();
+    if (options.estimator == VerifierEstimator::kTiltLoss ||
+        loss->bound.log_nu < remove.log_nu) {
+      remove.estimator = McEstimator::kTiltLoss;
+      remove.nu = std::exp(loss->bound.log_nu);
+      remove.log_nu = loss->bound.log_nu;
+      remove.nu_method = absl::StrFormat("loss tilt chernoff, lambda=%g, order=%d",
+                                         loss->bound.lambda, loss->order);
+      remove.thetas.assign(ledger.size(), static_cast<double>(loss->order));
+    }
+  }
   r.directions.push_back(remove);
 
   // Add direction: same law as remove unless some step is asymmetric; provably zero
@@ -185,6 +204,16 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
       add.nu = nu_smc;
       add.log_nu = s2.log_value;
       add.nu_method = smc_method + " (remove-direction MGF bounds add)";
+      if (is_applicable) {
+        // The add MGF itself, bounded by an upper Riemann sum: a tightening only, so a
+        // ledger it does not take (too many distinct steps) keeps the remove-MGF bound.
+        auto add_s2 = AddSmcMomentBound(ledger, epsilon, options.smc_max_lambda);
+        if (add_s2.ok() && add_s2->log_value < add.log_nu) {
+          add.nu = std::exp(add_s2->log_value);
+          add.log_nu = add_s2->log_value;
+          add.nu_method = absl::StrFormat("smc S(2) of the add MGF, lambda=%g", add_s2->lambda);
+        }
+      }
       r.directions.push_back(add);
     }
   }
@@ -193,15 +222,18 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
     d.samples = RequiredSamples(d.nu, r.thresholds);
     // core/mc needs at least two paths; more paths never weaken the FP bound.
     d.samples.num_samples = std::max<int64_t>(d.samples.num_samples, 2);
-    if (options.certification == DirectionCertification::kPld) {
+    if (options.certification != DirectionCertification::kNone) {
       // Public inputs only (verifier.h, "Why certified directions keep the guarantee").
       // A direction PLD cannot bound (or not within 30 s) is simply sampled.
-      absl::StatusOr<double> upper =
-          PldDirectionUpper(ledger, d.direction, epsilon, r.thresholds.threshold);
+      const double bar =
+          options.certification == DirectionCertification::kPldFar
+              ? kFarCertifyFraction * r.thresholds.threshold
+              : r.thresholds.threshold;
+      absl::StatusOr<double> upper = PldDirectionUpper(ledger, d.direction, epsilon, bar);
       if (upper.ok()) {
         d.certified_upper = *upper;
         d.certified_by = "pld";
-        d.certified = *upper <= r.thresholds.threshold;
+        d.certified = *upper <= bar;
       }
     }
   }

@@ -246,7 +246,9 @@ TEST(Verifier, ChecksTheAddDirectionOnlyWhenItCanBeNonZero) {
   ASSERT_EQ(below->directions.size(), 2u);
   EXPECT_EQ(below->directions[1].direction, Direction::kAdd);
   EXPECT_EQ(below->directions[1].estimator, McEstimator::kSmc);
-  EXPECT_EQ(below->directions[1].nu, below->directions[0].nu);  // S(2), remove MGF
+  // S(2) of the add MGF itself (add_moment_bound.h), below the remove MGF's S(2) (1 here).
+  EXPECT_NEAR(below->directions[1].nu, 0.3491, 0.0001);
+  EXPECT_EQ(below->directions[0].nu, 1);
   EXPECT_FALSE(below->add_direction_zero);
   auto above = PlanVerification(ledger, 6.94, 1e-3, SmcOptions(0.9));
   ASSERT_TRUE(above.ok());
@@ -374,21 +376,58 @@ TEST(Verifier, CertifiesTheAddDirectionAndSamplesRemove) {
 }
 
 // Issue 14 item 3: at the spec's Fig. 10 DP-SGD setting (sigma 2, q 0.01, 1000 steps,
-// eps 0.62227, delta_est 9.9e-6, tau 0.99) auto picks the every-coordinate tilt: nu
+// eps 0.62227, delta_est 9.9e-6, tau 0.99) the every-coordinate output tilt has nu
 // 9.11e-9 (tilt_moment_bound_test.cc) against SMC's 2.556e-6, so the remove direction
-// needs m ~5.2e8 paths, ~280x fewer than the 1.46e11 of SMC.
-TEST(Verifier, AutoPicksTheEveryCoordinateTiltAtTheFig10Setting) {
+// needs m ~5.2e8 paths, ~280x fewer than the 1.46e11 of SMC; the loss tilt at order 21
+// has nu 1.581e-9 (16 delta^2), m 9.01e7 (~1600x fewer), and auto picks it.
+TEST(Verifier, AutoPicksTheLossTiltAtTheFig10Setting) {
   const std::vector<MechanismEvent> ledger = {Event(Mechanism::SubsampledGaussian(2.0, 0.01), 1000)};
   VerifierOptions o;
   o.certification = DirectionCertification::kNone;
+  o.estimator = VerifierEstimator::kTiltEvery;
   auto r = PlanVerification(ledger, 0.6222731291229167, 9.9e-6, o);
   ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->directions[0].estimator, McEstimator::kTiltEvery);
+  EXPECT_NEAR(r->directions[0].nu, 9.11e-9, 0.05e-9);
+  EXPECT_LT(r->directions[0].samples.exact, 1.46e11 / 250);
+  EXPECT_GT(r->directions[0].samples.exact, 1.46e11 / 320);
+  o.estimator = VerifierEstimator::kAuto;
+  r = PlanVerification(ledger, 0.6222731291229167, 9.9e-6, o);
+  ASSERT_TRUE(r.ok()) << r.status();
   const DirectionCheck& d = r->directions[0];
-  EXPECT_EQ(d.estimator, McEstimator::kTiltEvery);
-  EXPECT_NEAR(d.nu, 9.11e-9, 0.05e-9);
-  EXPECT_LT(d.samples.exact, 1.46e11 / 250);
-  EXPECT_GT(d.samples.exact, 1.46e11 / 320);
+  EXPECT_EQ(d.estimator, McEstimator::kTiltLoss);
+  EXPECT_THAT(d.thetas, ::testing::ElementsAre(21));
+  EXPECT_NEAR(d.nu, 1.5812e-9, 0.0005e-9);
+  EXPECT_NEAR(d.samples.exact, 9.0115e7, 0.001e7);
   EXPECT_EQ(r->directions[1].estimator, McEstimator::kSmc);  // add: SMC (or certified)
+}
+
+// Issue 14 item 4's release target (sigma 1, q 0.01, 1000 steps, eps 1.9187, delta_est
+// 5e-6, tau 0.5): the loss tilt at order 7 (nu 1.411e-9 = 56 delta^2) plans 1.83e4
+// remove paths, against 1.5e7 for the output tilt and 8.4e7 for SMC; the sampled run
+// accepts the true claim (core/mc's real sampler, a fresh OS-entropy seed; T is 73% above
+// the true delta 5.009e-6, every sample is <= A_8^1000 e^{-7 eps} = 153 delta and the
+// measured E[x^2] is 5.2 delta^2, so by Bernstein's inequality a false rejection has
+// probability below e^{-100}).
+TEST(Verifier, ReleaseTargetSamplesTheRemoveDirectionByTheLossTilt) {
+  const std::vector<MechanismEvent> ledger = {Event(Mechanism::SubsampledGaussian(1.0, 0.01), 1000)};
+  VerifierOptions o;
+  o.tau = 0.5;
+  o.certification = DirectionCertification::kPldFar;  // add certified, remove sampled
+  auto r = Verify(ledger, 1.9187046699488315, 5e-6, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->directions.size(), 2u);
+  const DirectionCheck& d = r->directions[0];
+  EXPECT_EQ(d.estimator, McEstimator::kTiltLoss);
+  EXPECT_THAT(d.thetas, ::testing::ElementsAre(7));
+  EXPECT_NEAR(d.nu, 1.411e-9, 0.001e-9);
+  EXPECT_NEAR(d.samples.exact, 1.827e4, 0.001e4);
+  EXPECT_FALSE(d.certified);
+  EXPECT_TRUE(d.sampled);
+  EXPECT_TRUE(r->directions[1].certified);
+  EXPECT_EQ(r->outcome, VerificationOutcome::kAccepted);
+  EXPECT_EQ(r->guarantee->guarantee, Guarantee::kStatistical);
+  EXPECT_THAT(r->reason, HasSubstr("paths (tilt_loss)"));
 }
 
 TEST(Verifier, RejectsBadInputsNamingTheField) {

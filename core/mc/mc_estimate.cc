@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "core/mc/loss_tilt.h"
 #include "core/mc/mc_cuda.h"
 #include "core/mc/mc_parallel.h"
 #include "core/mc/mc_step.h"
@@ -82,6 +83,11 @@ absl::StatusOr<std::vector<StreamEvent>> BuildEvents(const McEstimateRequest& r,
     if (r.estimator == McEstimator::kTiltMixture) {
       se.step = mc::MakeMcStep(ev.mechanism, r.direction);
       se.mix = mixes[i];
+    } else if (r.estimator == McEstimator::kTiltLoss) {
+      se.step = mc::MakeMcStep(ev.mechanism, Direction::kRemove);
+      auto loss = mc::MakeLossTilt(ev.mechanism, thetas[i], i);
+      if (!loss.ok()) return loss.status();
+      se.loss = *loss;
     } else if (r.estimator == McEstimator::kTiltEvery) {
       auto step = TiltEveryStep(ev.mechanism, thetas[i], i);
       if (!step.ok()) return step.status();
@@ -138,9 +144,14 @@ absl::Status Validate(const McEstimateRequest& r) {
           r.thetas.size()));
     }
   }
+  if (r.estimator == McEstimator::kTiltLoss && r.thetas.empty()) {
+    return absl::InvalidArgumentError(
+        "thetas (the loss-tilt orders, one per event) are required by the tilt_loss estimator");
+  }
   if (!r.thetas.empty() && (r.estimator == McEstimator::kSmc ||
                             r.estimator == McEstimator::kTiltMixture)) {
-    return absl::InvalidArgumentError("thetas apply to the is and tilt_every estimators only");
+    return absl::InvalidArgumentError(
+        "thetas apply to the is, tilt_every and tilt_loss estimators only");
   }
   return absl::OkStatus();
 }
@@ -185,6 +196,7 @@ std::string_view McEstimatorName(McEstimator estimator) {
     case McEstimator::kImportanceSampling: return "is";
     case McEstimator::kTiltEvery: return "tilt_every";
     case McEstimator::kTiltMixture: return "tilt_mixture";
+    case McEstimator::kTiltLoss: return "tilt_loss";
   }
   return "unknown";
 }
@@ -240,9 +252,11 @@ absl::StatusOr<McEstimateResult> EstimateDeltaStreaming(const McEstimateRequest&
   const int32_t kind = request.estimator == McEstimator::kImportanceSampling ? mc::kStreamKindOneTilt
                        : request.estimator == McEstimator::kTiltEvery      ? mc::kStreamKindEveryTilt
                        : request.estimator == McEstimator::kTiltMixture    ? mc::kStreamKindMixture
+                       : request.estimator == McEstimator::kTiltLoss       ? mc::kStreamKindLoss
                                                                            : mc::kStreamKindSmc;
   const uint32_t stream = kind == mc::kStreamKindOneTilt     ? mc::kStreamStreamIs
                           : kind == mc::kStreamKindEveryTilt ? mc::kStreamStreamTilt
+                          : kind == mc::kStreamKindLoss      ? mc::kStreamStreamLoss
                           : kind == mc::kStreamKindMixture
                               ? (request.direction == Direction::kAdd ? mc::kStreamStreamMixAdd
                                                                       : mc::kStreamStreamMix)

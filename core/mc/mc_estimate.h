@@ -25,6 +25,13 @@
 //   running log(p/g) (mc_mixture_math.h). Both directions; no thetas (the
 //   proposal is chosen from (ledger, epsilon)). Other mechanisms ride along
 //   untilted. Unbiased for any proposal.
+// * kTiltLoss (issue 14): every (subsampled) Gaussian step drawn from its LOSS tilt
+//   p e^{n y}/A_{n+1} at order n = thetas[i] for the steps of events[i] (required, one
+//   per event; integers in [0, 62] for subsampled steps, any real >= 0 for plain
+//   Gaussian ones), an exact normal mixture; log w = sum (log A_{n+1} - n y_i) exactly
+//   (mc_loss_tilt_math.h). Remove direction. Other mechanisms ride along untilted
+//   (order 0, else UNIMPLEMENTED). Its proven second-moment bound for the EVR
+//   verifier is core/evr/tilt_moment_bound.h ChooseLossTilt.
 // * Reproducible: path j uses Philox4x32-10 counters (seed, j, step, ...) only
 //   (mc_sample_math.h), and sums are reduced in a fixed chunk order, so the
 //   result is bit-identical for any num_threads; the CUDA backend draws the same
@@ -57,8 +64,9 @@ enum class McEstimator {
   kImportanceSampling,  // exponential tilt of one random coordinate (spec 3.2-A)
   kTiltEvery,           // exponential tilt of every coordinate (issue 14)
   kTiltMixture,         // per-coordinate defensive mixture (issue 14, mixture_choice.h)
+  kTiltLoss,            // loss tilt of every coordinate at integer order (issue 14)
 };
-// "smc", "is", "tilt_every", "tilt_mixture"
+// "smc", "is", "tilt_every", "tilt_mixture", "tilt_loss"
 std::string_view McEstimatorName(McEstimator estimator);
 
 struct McEstimateRequest {
@@ -68,7 +76,8 @@ struct McEstimateRequest {
   McEstimator estimator = McEstimator::kSmc;
   // IS and kTiltEvery: tilt theta_i (exponent units) for each entry of `events`;
   // empty means theta_MM(epsilon) per event (IS, spec 3.2-A) or the saddle-point
-  // tilts (kTiltEvery, tilt_choice.h).
+  // tilts (kTiltEvery, tilt_choice.h). kTiltLoss: the loss-tilt order of each event
+  // (required).
   std::vector<double> thetas;
   uint64_t seed = 0;
   int64_t num_samples = 0;
@@ -83,7 +92,7 @@ struct McEstimateResult {
   int64_t num_positive = 0;  // #{x_j > 0}
   double ess = 0;            // (sum x)^2 / sum x^2
   int64_t num_samples = 0;
-  std::vector<double> thetas;  // IS and kTiltEvery: the tilts used, per event
+  std::vector<double> thetas;  // IS, kTiltEvery, kTiltLoss: the tilts used, per event
   std::string backend;       // "cpu" or "cuda"
   double seconds = 0;
 };

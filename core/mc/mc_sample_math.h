@@ -75,6 +75,7 @@ enum McStream : uint32_t {
   kStreamPoolMix = 8,       // per-coordinate mixture pool
   kStreamStreamMixAdd = 9,  // streaming mixture, add direction
   kStreamPoolMixAdd = 10,   // mixture pool, add direction
+  kStreamStreamLoss = 11,   // streaming loss tilt (mc_loss_tilt_math.h)
 };
 
 // Draws within one step.

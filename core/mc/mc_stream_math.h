@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "core/mc/mc_loss_tilt_math.h"
 #include "core/mc/mc_mixture_math.h"
 #include "core/mc/mc_sample_math.h"
 #include "core/util/host_device.h"
@@ -15,6 +16,7 @@ namespace dpledger::core::mc {
 struct StreamEvent {
   McStep step;
   McMix mix;  // kTiltMixture only
+  McLossTilt loss;  // kTiltLoss only
   int64_t count = 1;
   int64_t first_step = 0;  // global index of the event's first step
 };
@@ -153,6 +155,38 @@ DPL_HOST_DEVICE inline double StreamMixPath(const StreamEvent* events, int num_e
   return y > eps ? -std::expm1(eps - y) * std::exp(log_w) : 0.0;
 }
 
+// Loss tilt at per-event order n (mc_loss_tilt_math.h): every subsampled step from
+// its exact mixture, log w = sum_i (log A_{n+1} - n y_i). A Gaussian (q = 1) event of
+// count c is one merged draw: its outputs sum to T ~ N(c (1 + n), c sigma^2), its loss
+// L = (T - c/2)/sigma^2 and its log weight c log A_{n+1} - n L.
+DPL_HOST_DEVICE inline double StreamLossPath(const StreamEvent* events, int num_events,
+                                             uint32_t stream, uint64_t seed, uint64_t path,
+                                             double eps, double* log_w_out = nullptr,
+                                             double* y_out = nullptr) {
+  double y = 0, log_w = 0;
+  for (int e = 0; e < num_events; ++e) {
+    const StreamEvent& ev = events[e];
+    const McStep& s = ev.step;
+    const uint64_t first = static_cast<uint64_t>(ev.first_step);
+    if (s.kind == kStepGaussian) {
+      const double c = static_cast<double>(ev.count);
+      const double z = StandardNormal(DrawBlock(seed, path, first, stream, kDrawMain));
+      const double t_sum = c * (1.0 + ev.loss.order) + std::sqrt(c) * s.sigma * z;
+      const double loss = (t_sum - 0.5 * c) * s.inv_s2;
+      y += loss;
+      log_w += c * ev.loss.log_a - ev.loss.order * loss;
+      continue;
+    }
+    for (int64_t i = 0; i < ev.count; ++i) {
+      y += LossTiltDrawStep(ev.loss, s, DrawBlock(seed, path, first + i, stream, kDrawMain),
+                            &log_w);
+    }
+  }
+  if (log_w_out != nullptr) *log_w_out = log_w;
+  if (y_out != nullptr) *y_out = y;
+  return y > eps ? -std::expm1(eps - y) * std::exp(log_w) : 0.0;
+}
+
 // Which per-path estimator a streaming run uses (McEstimator, as plain data for
 // the kernel).
 enum StreamKind : int32_t {
@@ -160,6 +194,7 @@ enum StreamKind : int32_t {
   kStreamKindOneTilt = 1,    // StreamIsPath
   kStreamKindEveryTilt = 2,  // StreamTiltPath
   kStreamKindMixture = 3,    // StreamMixPath
+  kStreamKindLoss = 4,       // StreamLossPath
 };
 
 DPL_HOST_DEVICE inline double StreamPath(int32_t kind, const StreamEvent* events, int num_events,
@@ -172,6 +207,8 @@ DPL_HOST_DEVICE inline double StreamPath(int32_t kind, const StreamEvent* events
       return StreamTiltPath(events, num_events, stream, seed, path, eps);
     case kStreamKindMixture:
       return StreamMixPath(events, num_events, stream, seed, path, eps);
+    case kStreamKindLoss:
+      return StreamLossPath(events, num_events, stream, seed, path, eps);
     default:
       return StreamSmcPath(events, num_events, stream, seed, path, eps);
   }

@@ -94,9 +94,10 @@ absl::Status ValidatePoolOptions(const SamplePoolOptions& o) {
         "num_paths must be in [2, %d] (kMaxMcSamples, bounding pool memory), got %d",
         kMaxMcSamples, o.num_paths));
   }
-  if (o.estimator == McEstimator::kTiltEvery) {
+  if (o.estimator == McEstimator::kTiltEvery || o.estimator == McEstimator::kTiltLoss) {
     return absl::UnimplementedError(
-        "sample pools hold smc, is or tilt_mixture paths; tilt_every is streaming only");
+        "sample pools hold smc, is or tilt_mixture paths; tilt_every and tilt_loss are "
+        "streaming only");
   }
   if (o.estimator == McEstimator::kImportanceSampling || o.estimator == McEstimator::kTiltMixture) {
     if (o.direction != Direction::kRemove && o.estimator == McEstimator::kImportanceSampling) {
