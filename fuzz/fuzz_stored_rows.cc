@@ -109,6 +109,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.release_use_mc = false;
   options.accountant_options.mc.max_samples = 1 << 12;
   options.accountant_options.mc.max_seconds = kCapSeconds;
+  options.accountant_options.pld.relative_accuracy = 0.05;  // coarse grids: more executions
+  options.accountant_options.pld.max_refinements = 1;
   LedgerService service(&store, options);
   if (CheckLedgerConsistency(store).ok()) {
     (void)ReplaySpent(store, [&](const JobRow& row) { return service.PolicyOptionsFor(row); });
