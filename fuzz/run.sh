@@ -5,9 +5,9 @@
 #        CI runs this.
 # grow:  new inputs go into fuzz/corpus/<target>; minimise before committing them with
 #        BUILD_DIR/fuzz/<target> -merge=1 NEW_DIR fuzz/corpus/<target>.
-# A crash, leak, sanitizer report or timeout (-timeout: 10 s for one input; the targets cap
-# their own queries far below that) fails the run and leaves the input in
-# BUILD_DIR/fuzz-artifacts/; turn it into a regression test (fuzz/README.md).
+# A crash, leak, sanitizer report or timeout (-timeout: 25 s of wall time for one input, room
+# for a loaded machine; the targets cap their own queries far below that) fails the run and
+# leaves the input in BUILD_DIR/fuzz-artifacts/; turn it into a regression test (fuzz/README.md).
 # Prints one line per target: executions, corpus size, result.
 set -uo pipefail
 build="$1"; seconds="$2"; mode="$3"; shift 3
@@ -23,7 +23,7 @@ failed=0
 for t in "${targets[@]}"; do
   bin="$build/fuzz/$t"; seeds="$here/corpus/$t"; log="$artifacts/$t.log"
   mkdir -p "$seeds"
-  args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2560 -max_len=4096
+  args=(-max_total_time="$seconds" -timeout=25 -rss_limit_mb=2560 -max_len=4096
         -print_final_stats=1 -artifact_prefix="$artifacts/$t-")
   [ -f "$here/$t.dict" ] && args+=(-dict="$here/$t.dict")
   if [ "$mode" = grow ]; then
