@@ -7,6 +7,8 @@
 // Each call gets a short query time cap (kCapSeconds) so a slow input ends in
 // DEADLINE_EXCEEDED rather than a libFuzzer timeout; a real hang still trips -timeout.
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -20,6 +22,8 @@ using namespace dpledger;
 namespace {
 
 constexpr double kCapSeconds = 0.25;
+// FUZZ_VERBOSE=1 prints what an input does (to turn a finding into a regression test).
+const bool kVerbose = std::getenv("FUZZ_VERBOSE") != nullptr;
 
 template <typename Bound>
 void CheckBound(const Bound& b) {
@@ -48,6 +52,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     absl::StatusOr<core::Mechanism> m = fuzz::EdgeMechanism(in);
     const int64_t count = fuzz::EdgeCount(in);
     if (!m.ok()) continue;
+    if (kVerbose) {
+      std::fprintf(stderr, "%.*s Compose %s count=%lld\n", static_cast<int>(name.size()),
+                   name.data(), m->ToSpec().c_str(), static_cast<long long>(count));
+    }
     const int64_t steps_before = (*acc)->num_steps();
     const size_t events_before = (*acc)->events().size();
     if (!(*acc)->Compose(*m, count).ok()) {
@@ -59,13 +67,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int num_queries = in.ConsumeIntegralInRange<int>(1, 3);
   for (int i = 0; i < num_queries; ++i) {
     if (in.ConsumeBool()) {
-      absl::StatusOr<core::EpsilonBound> eps = (*acc)->EpsilonForDelta(fuzz::EdgeProbability(in));
+      const double delta = fuzz::EdgeProbability(in);
+      if (kVerbose) std::fprintf(stderr, "EpsilonForDelta(%.17g)\n", delta);
+      absl::StatusOr<core::EpsilonBound> eps = (*acc)->EpsilonForDelta(delta);
       if (eps.ok()) {
         CheckBound(*eps);
         DPL_CHECK(eps->upper >= 0);
       }
     } else {
-      absl::StatusOr<core::DeltaBound> delta = (*acc)->DeltaForEpsilon(fuzz::EdgeDouble(in));
+      const double epsilon = fuzz::EdgeDouble(in);
+      if (kVerbose) std::fprintf(stderr, "DeltaForEpsilon(%.17g)\n", epsilon);
+      absl::StatusOr<core::DeltaBound> delta = (*acc)->DeltaForEpsilon(epsilon);
       if (delta.ok()) {
         CheckBound(*delta);
         DPL_CHECK(delta->upper >= 0 && delta->lower <= 1);
