@@ -23,6 +23,10 @@ PACKAGES=(
   # deploy/prometheus: promtool checks and unit-tests the rules; the rules test also runs
   # this Prometheus against a loopback dpledgerd. matplotlib draws `dpledger plot`.
   prometheus python3-matplotlib
+  # Issue 16: clang builds the libFuzzer targets (make fuzz); libclang-rt-14-dev holds
+  # libFuzzer and clang's sanitizer runtimes (only recommended by clang, so named here).
+  # GCC's ASan/UBSan/TSan runtimes for make check-asan / check-tsan come with build-essential.
+  clang libclang-rt-14-dev
 )
 # kubectl for the deploy_kustomize test: Debian's kubernetes-client, unless a kubectl from
 # another package is already there (both install /usr/bin/kubectl).
