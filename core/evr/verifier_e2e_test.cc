@@ -26,12 +26,22 @@ VerifierOptions Options(double tau) {
   return o;
 }
 
-// The proven nu must exceed the second moment observed in every sampled direction.
+// The proven nu must exceed the second moment observed in every sampled direction. An SMC
+// direction draws x in [0, 1], and m is planned from nu, so it can be ~100 paths: one path
+// with x = 0.3 then lifts the mean of x^2 by 1e-3. For SMC the empirical mean gets
+// Bernstein's allowance under the hypothesis E[x^2] <= nu (x^2 <= 1, Var(x^2) <= E[x^4] <=
+// nu): P(mean - E > t) <= exp(-m t^2 / (2 (nu + t/3))) = 1e-6 for the t below. (This
+// check failed once in CI without it: 8.0e-4 vs nu 2.4e-4 at m ~ 88 add-direction paths.)
 void ExpectNuAboveEmpirical(const VerificationResult& r) {
   for (const DirectionCheck& d : r.directions) {
     if (!d.sampled) continue;
-    EXPECT_GE(d.nu, d.estimate.second_moment)
-        << DirectionName(d.direction) << " " << d.nu_method;
+    double allowance = 0;
+    if (d.estimator == McEstimator::kSmc) {
+      const double m = static_cast<double>(d.estimate.num_samples), l = std::log(1e6);
+      allowance = (l / 3 + std::sqrt(l * l / 9 + 2 * m * d.nu * l)) / m;
+    }
+    EXPECT_GE(d.nu + allowance, d.estimate.second_moment)
+        << DirectionName(d.direction) << " " << d.nu_method << " m " << d.estimate.num_samples;
   }
 }
 
