@@ -12,8 +12,6 @@
 namespace dpledger::core {
 namespace {
 
-constexpr double kLog2Pi = 1.8378770664093453;
-
 // --- Gaussian: Y ~ N(m, 2m) under P and N(-m, 2m) under Q, m = mu^2/2. ---
 class GaussianPlrv final : public Plrv {
  public:
