@@ -27,7 +27,7 @@ constexpr CommandHelp kCommands[] = {
 )"},
     {"verify", "", false, true,
      R"(  verify    --epsilon E --delta-est D [--tau T] [--rho R] [--max-samples N]
-            [--estimator auto|smc|is|tilt|loss] [--certify pld|pld-far|none] [--plan]
+            [--estimator auto|smc|is|tilt|loss|largest] [--certify pld|pld-far|none] [--plan]
             --step SPEC ... [--json]
             --certify pld (default): a direction PLD certifies below the threshold
                     is not sampled; pld-far: only one PLD puts 100x below it

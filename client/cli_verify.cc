@@ -39,6 +39,8 @@ nlohmann::ordered_json DirectionJson(const core::DirectionCheck& d) {
       {"predicted_seconds", d.predicted_seconds}};
   if (d.certified_upper > 0) j["certified_upper"] = d.certified_upper;
   if (!d.thetas.empty()) j["thetas"] = d.thetas;
+  if (!d.cell_lower.empty()) j["cut"] = d.cell_lower.front();
+  if (d.threshold_offset > 0) j["threshold_offset"] = d.threshold_offset;
   if (d.sampled) {
     j["seed"] = d.seed;
     j["delta_hat"] = d.estimate.delta_hat;
@@ -54,12 +56,13 @@ nlohmann::ordered_json DirectionJson(const core::DirectionCheck& d) {
 
 nlohmann::ordered_json ResultJson(const core::VerificationResult& r) {
   const core::VerifierThresholds& t = r.thresholds;
-  // samples: drawn in this run; samples_planned: m of every checked direction
-  // (a refusal or an early rejection draws fewer than planned).
+  // samples: drawn in this run; samples_planned: m of every direction that is to be
+  // sampled (certified directions draw nothing; their m stays in "directions"). A
+  // refusal or an early rejection draws fewer than planned.
   int64_t samples = 0, planned = 0;
   double delta_hat = -1;
   for (const auto& d : r.directions) {
-    planned += d.samples.num_samples;
+    if (!d.certified) planned += d.samples.num_samples;
     if (d.sampled) {
       samples += d.samples.num_samples;
       delta_hat = std::max(delta_hat, d.estimate.delta_hat);
@@ -195,9 +198,11 @@ absl::StatusOr<core::VerifierOptions> ParseOptions(const Args& args) {
       o.estimator = core::VerifierEstimator::kTiltEvery;
     } else if (*e == "loss") {
       o.estimator = core::VerifierEstimator::kTiltLoss;
+    } else if (*e == "largest") {
+      o.estimator = core::VerifierEstimator::kLargest;
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("--estimator must be auto, smc, is, tilt or loss, got '%s'", *e));
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--estimator must be auto, smc, is, tilt, loss or largest, got '%s'", *e));
     }
   }
   if (auto c = args.Get("certify")) {

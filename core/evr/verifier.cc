@@ -32,6 +32,8 @@ McEstimateRequest MakeRequest(std::span<const MechanismEvent> ledger, double eps
   req.epsilon = epsilon;
   req.estimator = d.estimator;
   req.thetas = d.thetas;
+  req.cell_lower = d.cell_lower;
+  req.cell_rho = d.cell_rho;
   req.seed = seed;
   req.num_samples = num_samples;
   req.num_threads = options.num_threads;
@@ -185,13 +187,14 @@ absl::StatusOr<VerificationResult> Verify(std::span<const MechanismEvent> ledger
     d.sampled = true;
     if (r.backend.empty()) r.backend = est->backend;
     // A NaN estimate fails the comparison: reject rather than guess.
-    d.passed = est->delta_hat < r.thresholds.threshold;
+    const double threshold = r.thresholds.threshold - d.threshold_offset;
+    d.passed = est->delta_hat < threshold;
     if (!d.passed) {
       r.outcome = VerificationOutcome::kRejected;
       r.reason = absl::StrFormat(
-          "rejected: %s direction delta_hat = %.6g is not below the threshold T = %.6g "
+          "rejected: %s direction delta_hat = %.6g is not below the threshold %.6g "
           "(m = %d, %s)",
-          std::string(DirectionName(d.direction)), est->delta_hat, r.thresholds.threshold,
+          std::string(DirectionName(d.direction)), est->delta_hat, threshold,
           d.samples.num_samples, std::string(McEstimatorName(d.estimator)));
       r.seconds = Seconds(start);
       return r;

@@ -15,6 +15,10 @@
 //     (is_moment_bound.h), remove with the every-coordinate output tilt -> its Chernoff
 //     bound at the tilt minimising it, remove with the loss tilt (core/mc kTiltLoss) ->
 //     its Chernoff bound at the integer order minimising it (both tilt_moment_bound.h),
+//     remove with the largest-coordinate proposal (core/mc kLargestCoordinate, ledgers of
+//     one subsampled Gaussian mechanism) -> its bound (largest_moment_bound.h); that
+//     estimator misses a proven mass beta <= Delta/1000, and its direction passes iff
+//     delta_hat < T - beta (the FP bound is unchanged: largest_moment_bound.h (B)),
 //     remove with SMC -> S(2), add -> SMC with the smaller of S(2) of the remove MGF
 //     (smc_moment_bound.h) and of the add MGF (add_moment_bound.h); auto takes the estimator
 //     with the smallest proven nu; m = ceil((2 nu/Delta^2) ln(tau/delta_est)). core/mc's
@@ -26,7 +30,8 @@
 //  5. refuse (reject, never approximate) if some sampled direction's m > max_samples or
 //     the predicted time (from a short measured throughput run) exceeds max_seconds;
 //  6. draw m fresh paths with a fresh seed from the OS entropy source; pass iff
-//     delta_hat < T; accept iff every checked direction passes.
+//     delta_hat < T (T - beta for the largest-coordinate estimator); accept iff every
+//     checked direction passes.
 //
 // Why certified directions keep the guarantee (spec 4.4). The claim is
 // delta_Y(eps) = max_d delta_d(eps) <= delta_est/tau. FP(eps, delta_est; tau) is the sup,
@@ -76,6 +81,7 @@ enum class VerifierEstimator {
   kImportanceSampling,  // exponential tilt of one coordinate (Gaussian / subsampled Gaussian only)
   kTiltEvery,           // output tilt of every coordinate (Gaussian / subsampled Gaussian only)
   kTiltLoss,            // loss tilt of every coordinate, integer order (Gaussian kinds only)
+  kLargest,             // largest-coordinate proposal (one subsampled Gaussian mechanism)
 };
 
 // How a direction may be settled without sampling (see "Why certified directions keep
@@ -89,7 +95,11 @@ enum class DirectionCertification {
   kPldFar,
 };
 inline constexpr double kFarCertifyFraction = 0.01;
-std::string_view VerifierEstimatorName(VerifierEstimator e);  // "auto", "smc", "is", "tilt", "loss"
+// "auto", "smc", "is", "tilt", "loss", "largest"
+std::string_view VerifierEstimatorName(VerifierEstimator e);
+// The largest-coordinate estimator's missed mass beta is kept below this fraction of Delta
+// (it lowers that direction's threshold to T - beta; largest_moment_bound.h (B)).
+inline constexpr double kLargestBetaFraction = 1e-3;
 
 struct VerifierOptions {
   double tau = 0.99;          // in (0, 1]: underestimates by less than a factor tau pass
@@ -125,6 +135,10 @@ struct DirectionCheck {
   double log_nu = 0;          // log nu (finite where nu overflows)
   std::string nu_method;      // e.g. "smc S(2), lambda=4" or "is hoelder a=3"
   std::vector<double> thetas; // tilts (IS, tilt) or loss-tilt orders, per ledger event (SMC: empty)
+  // Largest-coordinate estimator: its cells, and the proven missed mass beta; the
+  // direction passes iff delta_hat < T - threshold_offset (0 for the other estimators).
+  std::vector<double> cell_lower, cell_rho;
+  double threshold_offset = 0;
   SampleCount samples;        // m
   double predicted_seconds = 0;  // m / measured throughput (0 when not measured)
   // Certified instead of sampled: certified_upper >= delta_d(eps) and <= T (m not drawn).

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "core/evr/add_moment_bound.h"
 #include "core/evr/direction_certifier.h"
+#include "core/evr/largest_moment_bound.h"
 #include "core/evr/smc_moment_bound.h"
 #include "core/evr/tilt_moment_bound.h"
 #include "core/mc/mc_loss_tilt_math.h"
@@ -65,6 +66,7 @@ std::string_view VerifierEstimatorName(VerifierEstimator e) {
     case VerifierEstimator::kImportanceSampling: return "is";
     case VerifierEstimator::kTiltEvery: return "tilt";
     case VerifierEstimator::kTiltLoss: return "loss";
+    case VerifierEstimator::kLargest: return "largest";
   }
   return "unknown";
 }
@@ -73,8 +75,12 @@ std::string DirectionVerifiedBy(const DirectionCheck& d) {
   if (d.certified) {
     return absl::StrFormat("certified by %s upper bound %.6g", d.certified_by, d.certified_upper);
   }
-  return absl::StrFormat("%s %d paths (%s)", d.sampled ? "sampled" : "samples",
-                         d.samples.num_samples, std::string(McEstimatorName(d.estimator)));
+  std::string how = absl::StrFormat("%s %d paths (%s)", d.sampled ? "sampled" : "samples",
+                                    d.samples.num_samples, std::string(McEstimatorName(d.estimator)));
+  if (d.threshold_offset > 0) {
+    absl::StrAppendFormat(&how, ", threshold lowered by the missed mass %.3g", d.threshold_offset);
+  }
+  return how;
 }
 
 std::string_view VerificationOutcomeName(VerificationOutcome o) {
@@ -122,7 +128,8 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
   for (const MechanismEvent& e : ledger) is_applicable &= IsGaussianKind(e.mechanism);
   if ((options.estimator == VerifierEstimator::kImportanceSampling ||
        options.estimator == VerifierEstimator::kTiltEvery ||
-       options.estimator == VerifierEstimator::kTiltLoss) &&
+       options.estimator == VerifierEstimator::kTiltLoss ||
+       options.estimator == VerifierEstimator::kLargest) &&
       !is_applicable) {
     return absl::UnimplementedError(absl::StrFormat(
         "estimator %s: importance sampling needs every step to be gaussian or "
@@ -181,6 +188,28 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
       remove.nu_method = absl::StrFormat("loss tilt chernoff, lambda=%g, order=%d",
                                          loss->bound.lambda, loss->order);
       remove.thetas.assign(ledger.size(), static_cast<double>(loss->order));
+    }
+  }
+  if (is_applicable && (options.estimator == VerifierEstimator::kAuto ||
+                        options.estimator == VerifierEstimator::kLargest)) {
+    // One distinct subsampled mechanism only (else UNIMPLEMENTED: auto skips it). The
+    // missed mass beta lowers this direction's threshold (largest_moment_bound.h (B)).
+    auto largest = PlanLargestCoordinate(ledger, epsilon, kLargestBetaFraction * r.thresholds.offset);
+    if (!largest.ok() && options.estimator == VerifierEstimator::kLargest) {
+      return largest.status();
+    }
+    if (largest.ok() && (options.estimator == VerifierEstimator::kLargest ||
+                         largest->log_nu < remove.log_nu)) {
+      remove.estimator = McEstimator::kLargestCoordinate;
+      remove.nu = std::exp(largest->log_nu);
+      remove.log_nu = largest->log_nu;
+      remove.nu_method = absl::StrFormat("largest coordinate, cut=%.6g, %d cells, beta=%.3g",
+                                         largest->cell_lower.front(), largest->cell_lower.size(),
+                                         largest->beta);
+      remove.thetas.clear();
+      remove.cell_lower = std::move(largest->cell_lower);
+      remove.cell_rho = std::move(largest->cell_rho);
+      remove.threshold_offset = largest->beta;
     }
   }
   r.directions.push_back(remove);

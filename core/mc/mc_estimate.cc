@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "core/mc/largest_coordinate.h"
 #include "core/mc/loss_tilt.h"
 #include "core/mc/mc_cuda.h"
 #include "core/mc/mc_parallel.h"
@@ -197,6 +198,7 @@ std::string_view McEstimatorName(McEstimator estimator) {
     case McEstimator::kTiltEvery: return "tilt_every";
     case McEstimator::kTiltMixture: return "tilt_mixture";
     case McEstimator::kTiltLoss: return "tilt_loss";
+    case McEstimator::kLargestCoordinate: return "largest";
   }
   return "unknown";
 }
@@ -232,6 +234,9 @@ void FinishEstimate(double sum_x, double sum_x2, int64_t num_positive, int64_t m
 }
 
 absl::StatusOr<McEstimateResult> EstimateDeltaStreaming(const McEstimateRequest& request) {
+  if (request.estimator == McEstimator::kLargestCoordinate) {
+    return mc::EstimateLargestCoordinate(request);
+  }
   const auto start = std::chrono::steady_clock::now();
   if (absl::Status s = Validate(request); !s.ok()) return s;
   auto thetas = ResolveThetas(request);

@@ -32,6 +32,10 @@
 //   (mc_loss_tilt_math.h). Remove direction. Other mechanisms ride along untilted
 //   (order 0, else UNIMPLEMENTED). Its proven second-moment bound for the EVR
 //   verifier is core/evr/tilt_moment_bound.h ChooseLossTilt.
+// * kLargestCoordinate (issue 14): a uniformly chosen coordinate drawn from P above a
+//   cut, reweighted by cells; unbiased for delta minus the mass with every output below
+//   the cut (core/mc/largest_coordinate.h; CPU only). Proven bounds for the EVR verifier:
+//   core/evr/largest_moment_bound.h.
 // * Reproducible: path j uses Philox4x32-10 counters (seed, j, step, ...) only
 //   (mc_sample_math.h), and sums are reduced in a fixed chunk order, so the
 //   result is bit-identical for any num_threads; the CUDA backend draws the same
@@ -65,8 +69,10 @@ enum class McEstimator {
   kTiltEvery,           // exponential tilt of every coordinate (issue 14)
   kTiltMixture,         // per-coordinate defensive mixture (issue 14, mixture_choice.h)
   kTiltLoss,            // loss tilt of every coordinate at integer order (issue 14)
+  kLargestCoordinate,   // one coordinate drawn above a cut, ledger of one subsampled
+                        // Gaussian mechanism (issue 14, largest_coordinate.h)
 };
-// "smc", "is", "tilt_every", "tilt_mixture", "tilt_loss"
+// "smc", "is", "tilt_every", "tilt_mixture", "tilt_loss", "largest"
 std::string_view McEstimatorName(McEstimator estimator);
 
 struct McEstimateRequest {
@@ -79,6 +85,10 @@ struct McEstimateRequest {
   // tilts (kTiltEvery, tilt_choice.h). kTiltLoss: the loss-tilt order of each event
   // (required).
   std::vector<double> thetas;
+  // kLargestCoordinate (required): the proposal's cells, lower ends (strictly
+  // increasing) and density ratios h/p (> 0), one per cell (largest_coordinate.h).
+  std::vector<double> cell_lower;
+  std::vector<double> cell_rho;
   uint64_t seed = 0;
   int64_t num_samples = 0;
   int num_threads = 0;  // 0: all cores (CPU backend)
