@@ -20,7 +20,9 @@
 //     estimator misses a proven mass beta <= Delta/1000, and its direction passes iff
 //     delta_hat < T - beta (the FP bound is unchanged: largest_moment_bound.h (B)),
 //     remove with SMC -> S(2), add -> SMC with the smaller of S(2) of the remove MGF
-//     (smc_moment_bound.h) and of the add MGF (add_moment_bound.h); auto takes the estimator
+//     (smc_moment_bound.h) and of the add MGF (add_moment_bound.h), or (auto, Gaussian
+//     kinds) the add-direction output tilt (core/mc kAddTilt, add_tilt_bound.h) when its
+//     proven nu is smaller; auto takes the estimator
 //     with the smallest proven nu; m = ceil((2 nu/Delta^2) ln(tau/delta_est)). core/mc's
 //     kTiltMixture (an EM-fitted mixture proposal) has no proven nu, so it is never used;
 //  4b. certified directions (options.certification = kPld, the default): a direction

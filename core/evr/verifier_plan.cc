@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "core/evr/add_moment_bound.h"
+#include "core/evr/add_tilt_bound.h"
 #include "core/evr/direction_certifier.h"
 #include "core/evr/largest_moment_bound.h"
 #include "core/evr/smc_moment_bound.h"
@@ -241,6 +242,19 @@ absl::StatusOr<VerificationResult> PlanVerification(std::span<const MechanismEve
           add.nu = std::exp(add_s2->log_value);
           add.log_nu = add_s2->log_value;
           add.nu_method = absl::StrFormat("smc S(2) of the add MGF, lambda=%g", add_s2->lambda);
+        }
+      }
+      if (is_applicable && options.estimator == VerifierEstimator::kAuto) {
+        // The add-direction output tilt (core/mc kAddTilt, add_tilt_bound.h) when its
+        // proven nu is smaller (theta = 0 is SMC, so it is never much larger).
+        auto tilt = ChooseAddTilt(ledger, epsilon);
+        if (tilt.ok() && tilt->log_nu < add.log_nu) {
+          add.estimator = McEstimator::kAddTilt;
+          add.nu = std::exp(tilt->log_nu);
+          add.log_nu = tilt->log_nu;
+          add.nu_method = absl::StrFormat("add tilt chernoff, lambda=%.4g, shift=%.4g",
+                                          tilt->lambda, tilt->mu);
+          add.thetas = tilt->thetas;
         }
       }
       r.directions.push_back(add);

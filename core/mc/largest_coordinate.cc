@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "core/mc/mc_parallel.h"
+#include "core/mc/path_sum.h"
 #include "core/mc/mc_step.h"
 #include "core/mc/mc_stream_math.h"
 #include "core/util/log_math.h"
@@ -40,11 +41,6 @@ double TruncatedNormal(double za, double zb, double u) {
   }
   return std::clamp(z, za, zb);
 }
-
-struct Sums {
-  double sum_x = 0, sum_x2 = 0;
-  int64_t num_positive = 0;
-};
 
 }  // namespace
 
@@ -161,37 +157,9 @@ absl::StatusOr<McEstimateResult> EstimateLargestCoordinate(const McEstimateReque
     return kd / rho_sum * ExcessLoss(loss, r.epsilon);
   };
 
-  // Chunk sums of one batch are kept, then added in chunk order (reproducible).
-  constexpr int64_t kBatchChunks = 1 << 14;
-  const int64_t m = r.num_samples;
-  const int64_t num_chunks = (m + kStreamChunkPaths - 1) / kStreamChunkPaths;
-  const int threads = ResolveThreads(r.num_threads);
-  std::vector<Sums> partial(std::min(num_chunks, kBatchChunks));
-  NeumaierSum sx, sx2;
-  int64_t npos = 0;
-  for (int64_t c0 = 0; c0 < num_chunks; c0 += kBatchChunks) {
-    const int64_t nc = std::min(kBatchChunks, num_chunks - c0);
-    ParallelFor(nc, threads, [&](int64_t c) {
-      NeumaierSum a, a2;
-      int64_t pos = 0;
-      const int64_t p0 = (c0 + c) * kStreamChunkPaths;
-      const int64_t p1 = std::min(m, p0 + kStreamChunkPaths);
-      for (int64_t p = p0; p < p1; ++p) {
-        const double x = path_x(static_cast<uint64_t>(p));
-        a.Add(x);
-        a2.Add(x * x);
-        pos += x > 0;
-      }
-      partial[c] = {a.Value(), a2.Value(), pos};
-    });
-    for (int64_t c = 0; c < nc; ++c) {
-      sx.Add(partial[c].sum_x);
-      sx2.Add(partial[c].sum_x2);
-      npos += partial[c].num_positive;
-    }
-  }
+  const cuda::Totals t = SumPaths(r.num_samples, ResolveThreads(r.num_threads), path_x);
   McEstimateResult result;
-  FinishEstimate(sx.Value(), sx2.Value(), npos, m, &result);
+  FinishEstimate(t.sum_x, t.sum_x2, t.num_positive, r.num_samples, &result);
   result.backend = "cpu";
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

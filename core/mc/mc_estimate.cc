@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "core/mc/add_tilt.h"
 #include "core/mc/largest_coordinate.h"
 #include "core/mc/loss_tilt.h"
 #include "core/mc/mc_cuda.h"
@@ -199,6 +200,7 @@ std::string_view McEstimatorName(McEstimator estimator) {
     case McEstimator::kTiltMixture: return "tilt_mixture";
     case McEstimator::kTiltLoss: return "tilt_loss";
     case McEstimator::kLargestCoordinate: return "largest";
+    case McEstimator::kAddTilt: return "add_tilt";
   }
   return "unknown";
 }
@@ -237,6 +239,7 @@ absl::StatusOr<McEstimateResult> EstimateDeltaStreaming(const McEstimateRequest&
   if (request.estimator == McEstimator::kLargestCoordinate) {
     return mc::EstimateLargestCoordinate(request);
   }
+  if (request.estimator == McEstimator::kAddTilt) return mc::EstimateAddTilt(request);
   const auto start = std::chrono::steady_clock::now();
   if (absl::Status s = Validate(request); !s.ok()) return s;
   auto thetas = ResolveThetas(request);

@@ -36,6 +36,8 @@
 //   cut, reweighted by cells; unbiased for delta minus the mass with every output below
 //   the cut (core/mc/largest_coordinate.h; CPU only). Proven bounds for the EVR verifier:
 //   core/evr/largest_moment_bound.h.
+// * kAddTilt (issue 14): add direction, every Gaussian-kind output shifted down by
+//   thetas[i] s_i^2 (required, >= 0), exact weights (core/mc/add_tilt.h; CPU only).
 // * Reproducible: path j uses Philox4x32-10 counters (seed, j, step, ...) only
 //   (mc_sample_math.h), and sums are reduced in a fixed chunk order, so the
 //   result is bit-identical for any num_threads; the CUDA backend draws the same
@@ -71,8 +73,10 @@ enum class McEstimator {
   kTiltLoss,            // loss tilt of every coordinate at integer order (issue 14)
   kLargestCoordinate,   // one coordinate drawn above a cut, ledger of one subsampled
                         // Gaussian mechanism (issue 14, largest_coordinate.h)
+  kAddTilt,             // add direction, every output shifted (issue 14, add_tilt.h)
 };
-// "smc", "is", "tilt_every", "tilt_mixture", "tilt_loss", "largest"
+// "smc", "is", "tilt_every", "tilt_mixture", "tilt_loss", "largest",
+// "add_tilt"
 std::string_view McEstimatorName(McEstimator estimator);
 
 struct McEstimateRequest {
@@ -83,7 +87,7 @@ struct McEstimateRequest {
   // IS and kTiltEvery: tilt theta_i (exponent units) for each entry of `events`;
   // empty means theta_MM(epsilon) per event (IS, spec 3.2-A) or the saddle-point
   // tilts (kTiltEvery, tilt_choice.h). kTiltLoss: the loss-tilt order of each event
-  // (required).
+  // (required). kAddTilt: the add-direction output tilt of each event (required).
   std::vector<double> thetas;
   // kLargestCoordinate (required): the proposal's cells, lower ends (strictly
   // increasing) and density ratios h/p (> 0), one per cell (largest_coordinate.h).
