@@ -300,10 +300,11 @@ TEST(Verifier, SamplerErrorsPropagate) {
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("device lost")));
 }
 
-TEST(Verifier, AutoPicksImportanceSamplingForSubsampledGaussianAtSmallDelta) {
+TEST(Verifier, ImportanceSamplingAtTheFig6SettingNeedsTheSpecsSampleCount) {
   // Spec Fig. 6 setting: IS nu ~1.5e-7 vs SMC S(2) = 2.29e-4; m ~1.5e10 > default budget.
   const std::vector<MechanismEvent> ledger = {Event(Mechanism::SubsampledGaussian(0.6, 1e-3), 1000)};
-  VerifierOptions o;  // defaults: tau 0.99, auto, max_samples 1e10
+  VerifierOptions o;  // defaults: tau 0.99, max_samples 1e10
+  o.estimator = VerifierEstimator::kImportanceSampling;
   o.certification = DirectionCertification::kNone;  // PLD would certify it (next test)
   FakeState state;
   auto r = Verify(ledger, 1.5, 7.706e-6, o, {ScriptedSampler(&state, 0, 0), CountingSeeds()});
@@ -320,6 +321,29 @@ TEST(Verifier, AutoPicksImportanceSamplingForSubsampledGaussianAtSmallDelta) {
   EXPECT_EQ(r->outcome, VerificationOutcome::kRefusedSampleBudget);
   EXPECT_EQ(state.calls, 0);
   EXPECT_DOUBLE_EQ(r->thresholds.offset, 0.4 * (1 / 0.99 - 1 / 0.995) * 7.706e-6);
+}
+
+// Issue 14 item 4 (Fig. 6 / E8-E10): auto takes the largest-coordinate proposal, whose
+// proven nu 7.36e-10 (12.4 delta^2, largest_moment_bound.h) plans m = 7.08e7 paths, 200x
+// fewer than the one-coordinate tilt's 1.42e10; its missed mass beta <= Delta/1000 lowers
+// the remove direction's threshold.
+TEST(Verifier, AutoPicksTheLargestCoordinateAtTheFig6Setting) {
+  const std::vector<MechanismEvent> ledger = {Event(Mechanism::SubsampledGaussian(0.6, 1e-3), 1000)};
+  VerifierOptions o;
+  o.certification = DirectionCertification::kNone;
+  auto r = PlanVerification(ledger, 1.5, 7.706e-6, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->directions.size(), 1u);
+  const DirectionCheck& d = r->directions[0];
+  EXPECT_EQ(d.estimator, McEstimator::kLargestCoordinate);
+  EXPECT_NEAR(d.nu / (7.706e-6 * 7.706e-6), 12.4, 0.1);
+  EXPECT_LT(d.samples.exact, 14952624561.0 / 200);
+  EXPECT_GT(d.samples.exact, 14952624561.0 / 220);
+  EXPECT_GT(d.threshold_offset, 0);
+  EXPECT_LE(d.threshold_offset, kLargestBetaFraction * r->thresholds.offset);
+  EXPECT_FALSE(d.cell_lower.empty());
+  EXPECT_EQ(d.cell_lower.size(), d.cell_rho.size());
+  EXPECT_THAT(DirectionVerifiedBy(d), HasSubstr("threshold lowered by the missed mass"));
 }
 
 // Issue 14 item 3: a direction that PLD certifies below T is not sampled. The Fig. 6 claim
@@ -399,7 +423,14 @@ TEST(Verifier, AutoPicksTheLossTiltAtTheFig10Setting) {
   EXPECT_THAT(d.thetas, ::testing::ElementsAre(21));
   EXPECT_NEAR(d.nu, 1.5812e-9, 0.0005e-9);
   EXPECT_NEAR(d.samples.exact, 9.0115e7, 0.001e7);
-  EXPECT_EQ(r->directions[1].estimator, McEstimator::kSmc);  // add: SMC (or certified)
+  // Add: the output tilt (add_tilt_bound.h), nu 7.62e-10 (7.8 delta_est^2), m 4.34e7:
+  // 900x fewer than SMC's 3.93e10, so both directions together plan 1.34e8 paths.
+  const DirectionCheck& add = r->directions[1];
+  EXPECT_EQ(add.estimator, McEstimator::kAddTilt);
+  EXPECT_NEAR(add.nu, 7.62e-10, 0.01e-10);
+  EXPECT_NEAR(add.samples.exact, 4.343e7, 0.01e7);
+  ASSERT_EQ(add.thetas.size(), 1u);
+  EXPECT_NEAR(add.thetas[0] * 4, 0.2186, 1e-3);  // the output shift mu = theta s^2
 }
 
 // Issue 14 item 4's release target (sigma 1, q 0.01, 1000 steps, eps 1.9187, delta_est
