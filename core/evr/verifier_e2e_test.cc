@@ -1,6 +1,7 @@
 // End-to-end verifications through core/mc's EstimateDeltaStreaming (CPU, or CUDA when
 // present): real samplers, real bounds, settings chosen so m stays below ~4e6 paths.
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "core/evr/is_moment_bound.h"
@@ -64,28 +65,37 @@ TEST(VerifierEndToEnd, GaussianCompositionOfFig1AcceptsTrueDeltaAndRejectsHalf) 
   ExpectNuAboveEmpirical(*low);
 }
 
-TEST(VerifierEndToEnd, SubsampledGaussianWithImportanceSampling) {
+TEST(VerifierEndToEnd, SubsampledGaussianWithImportanceSamplingAndTheLargestCoordinate) {
   // sigma = 0.6, q = 1e-3, k = 10, eps = 1: delta = 4.041094e-7 (spec 9.4 ref, bracket
   // [4.040319e-7, 4.041869e-7]). The add direction is provably zero (eps >= 0.010005).
-  // tau = 0.3 keeps m near 3e5 paths (at tau = 0.9 the IS bound asks for 2.6e8).
+  // tau = 0.3 keeps m near 3e5 paths for IS (at tau = 0.9 the IS bound asks for 2.6e8);
+  // auto takes the largest-coordinate proposal (issue 14), which needs far fewer.
   const std::vector<MechanismEvent> ledger = {Event(Mechanism::SubsampledGaussian(0.6, 1e-3), 10)};
   const double delta = 4.041869e-7;  // the bracket's upper end
-  auto ok = Verify(ledger, 1.0, delta, Options(0.3));
-  ASSERT_TRUE(ok.ok()) << ok.status();
-  EXPECT_TRUE(ok->accepted) << ok->reason;
-  EXPECT_TRUE(ok->add_direction_zero);
-  ASSERT_EQ(ok->directions.size(), 1u);
-  const DirectionCheck& d = ok->directions[0];
-  EXPECT_EQ(d.estimator, McEstimator::kImportanceSampling);
-  EXPECT_LT(d.samples.num_samples, 500'000);
-  ExpectNuAboveEmpirical(*ok);
-  EXPECT_NEAR(d.estimate.delta_hat, 4.041094e-7, 5 * d.estimate.std_error);
-  // T = delta_est/0.3 - Delta = 2.62 delta_est: delta_est = 0.33 delta_Y gives T = 0.86
-  // delta_Y, ~70 standard errors below delta_hat (m grows as 1/delta_est^2: ~2.3e6).
-  auto low = Verify(ledger, 1.0, 0.33 * delta, Options(0.3));
-  ASSERT_TRUE(low.ok()) << low.status();
-  EXPECT_FALSE(low->accepted) << low->reason;
-  ExpectNuAboveEmpirical(*low);
+  for (const auto& [estimator, expected, max_m] :
+       {std::tuple{VerifierEstimator::kImportanceSampling, McEstimator::kImportanceSampling,
+                   500'000},
+        std::tuple{VerifierEstimator::kAuto, McEstimator::kLargestCoordinate, 5'000}}) {
+    VerifierOptions o = Options(0.3);
+    o.estimator = estimator;
+    auto ok = Verify(ledger, 1.0, delta, o);
+    ASSERT_TRUE(ok.ok()) << ok.status();
+    EXPECT_TRUE(ok->accepted) << ok->reason;
+    EXPECT_TRUE(ok->add_direction_zero);
+    ASSERT_EQ(ok->directions.size(), 1u);
+    const DirectionCheck& d = ok->directions[0];
+    EXPECT_EQ(d.estimator, expected);
+    EXPECT_LT(d.samples.num_samples, max_m);
+    ExpectNuAboveEmpirical(*ok);
+    // E[delta_hat] lies in [delta - beta, delta] (beta = 0 for IS).
+    EXPECT_NEAR(d.estimate.delta_hat, 4.041094e-7, 5 * d.estimate.std_error + d.threshold_offset);
+    // T = delta_est/0.3 - Delta = 2.62 delta_est: delta_est = 0.33 delta_Y gives T = 0.86
+    // delta_Y, many standard errors below delta_hat (m grows as 1/delta_est^2).
+    auto low = Verify(ledger, 1.0, 0.33 * delta, o);
+    ASSERT_TRUE(low.ok()) << low.status();
+    EXPECT_FALSE(low->accepted) << low->reason;
+    ExpectNuAboveEmpirical(*low);
+  }
 }
 
 TEST(VerifierEndToEnd, ChecksBothDirectionsOfALargeRateSubsampledGaussian) {
