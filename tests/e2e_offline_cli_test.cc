@@ -263,6 +263,10 @@ TEST(OfflineCli, VerifyPlanShowsTheCostBeforeSampling) {
   EXPECT_GT(remove["predicted_seconds"].get<double>(), 0);
   EXPECT_EQ(j["directions"][1]["certified"], true);
   EXPECT_EQ(j["directions"][1]["predicted_seconds"], 0);
+  // Issue 14: samples_planned counts only what will be sampled (the certified add
+  // direction's m stays in its own record).
+  EXPECT_GT(j["directions"][1]["samples"].get<double>(), 0);
+  EXPECT_EQ(j["samples_planned"], remove["samples"]);
 }
 
 TEST(OfflineCli, VerifyRejectsAClearUnderestimate) {
