@@ -186,7 +186,9 @@ double PlannedPaths(const VerificationResult& r, bool remove_only) {
 // Counters, all planned paths: m_remove / m_remove_before (certification off), m_all /
 // m_all_before (both directions, certification off), m_default (what the default
 // verifier samples: PLD-certified directions draw nothing), the remove direction's nu
-// and estimator (McEstimator: 0 smc, 1 is, 2 tilt_every, 4 tilt_loss), and
+// and estimator (McEstimator: 0 smc, 1 is, 2 tilt_every, 4 tilt_loss, 5 largest,
+// 6 add_tilt; add_estimator for the add direction, -1 when provably zero), nu_rm_d2 and
+// nu_add_d2 (proven nu / delta_est^2 per direction), and
 // m_remove_loss_tilt: the remove direction's m with the loss tilt (ChooseLossTilt).
 void BM_PlannedM(benchmark::State& state) {
   const DpSgdSetting& s = kDpSgdSettings[state.range(0)];
@@ -212,6 +214,12 @@ void BM_PlannedM(benchmark::State& state) {
   state.counters["m_default"] = by_default.ok() ? PlannedPaths(*by_default, false) : -1;
   state.counters["nu_remove"] = plan.directions[0].nu;
   state.counters["estimator"] = static_cast<double>(plan.directions[0].estimator);
+  // Proven nu per direction in units of delta_est^2 (the verifier's m is proportional).
+  const double d2 = s.delta_est * s.delta_est;
+  state.counters["nu_rm_d2"] = plan.directions[0].nu / d2;
+  state.counters["nu_add_d2"] = plan.directions.size() > 1 ? plan.directions[1].nu / d2 : 0;
+  state.counters["add_estimator"] =
+      plan.directions.size() > 1 ? static_cast<double>(plan.directions[1].estimator) : -1;
   if (auto loss = ChooseLossTilt(ledger, s.epsilon); loss.ok()) {
     state.counters["m_remove_loss_tilt"] =
         RequiredSamples(std::exp(loss->bound.log_nu), plan.thresholds).exact;
