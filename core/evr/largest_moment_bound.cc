@@ -120,17 +120,20 @@ absl::StatusOr<LargestCoordinatePlan> PlanLargestCoordinate(std::span<const Mech
     log_b[b] = LogB(upper, k, epsilon, max_lambda, st);
     max_log_b = std::max(max_log_b, log_b[b]);
   }
-  // rho_b ~ sqrt(B_b), normalised as the sampler normalises: sum mass_b rho_b = 1.
+  // rho_b ~ sqrt(B_b), normalised as the sampler normalises: sum mass_b rho_b = 1. The
+  // floor e^-600 keeps every rho_b > 0 (the sampler needs it; any positive rho is valid,
+  // and (C) holds for the rho actually used).
   double z = 0;
   plan.cell_rho.resize(n);
   for (int b = 0; b < n; ++b) {
-    plan.cell_rho[b] = std::exp(0.5 * (log_b[b] - max_log_b));
+    plan.cell_rho[b] = std::exp(std::max(0.5 * (log_b[b] - max_log_b), -600.0));
     z += mass[b] * plan.cell_rho[b];
   }
   double nu_scaled = 0;  // sum_b mass_b B_b / rho_b, in units of e^{max_log_b}
   for (int b = 0; b < n; ++b) {
     plan.cell_rho[b] /= z;
-    nu_scaled += mass[b] * std::exp(log_b[b] - max_log_b) / plan.cell_rho[b];
+    nu_scaled +=
+        mass[b] * std::exp(log_b[b] - max_log_b - std::log(plan.cell_rho[b]));
   }
   plan.log_nu = 2 * std::log(k) + max_log_b + std::log(nu_scaled) + kRoundingMargin;
   plan.beta = std::exp(LogBeta(cut, k, epsilon, max_lambda, st)) * (1 + kRoundingMargin);
