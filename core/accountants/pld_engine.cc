@@ -130,7 +130,7 @@ absl::StatusOr<WindowPlan> PldEngine::WindowFor(const SideParts& sp, const PldPl
   WindowBudget budget;
   budget.log_untilted = log_budget;
   budget.log_wrap = std::log(kWrapShare * h / std::max(plan.sd, h));
-  return PlanWindow(sp.parts, h, plan.tilt, budget, options_.max_grid_points);
+  return PlanWindow(sp.parts, h, plan.tilt, budget, options_.max_grid_points, deadline_);
 }
 
 absl::StatusOr<ComposedWindow> PldEngine::ComposeSide(std::span<const MechanismEvent> events,
