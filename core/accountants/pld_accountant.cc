@@ -223,8 +223,9 @@ class PldAccountant final : public Accountant {
     if (!MeetsPrecision(lower, upper, target)) {
       diagnostics_.push_back(
           {"precision_warning",
-           absl::StrFormat("certified interval %.3g wide (relative), target %.3g: stopped by %s",
-                           width, target, std::string(PldStopName(worst.stop)))});
+           absl::StrFormat("certified interval %.3g wide (relative), target %.3g: stopped by %s%s%s",
+                           width, target, std::string(PldStopName(worst.stop)),
+                           worst.stop_detail.empty() ? "" : ": ", worst.stop_detail)});
     }
   }
 

@@ -394,6 +394,7 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
       }
       if (have) {  // refining further does not fit: keep the certified answer
         result.stop = PldStop::kGridCap;
+        result.stop_detail = std::string(c.status().message());
         break;
       }
       if (fixed || ++coarsenings > kMaxCoarsenings) return c.status();
@@ -422,9 +423,14 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
       absl::StatusOr<PldPlan> narrow =
           NarrowWindowTilt(events, direction, *plan, h, log_target, epsilon,
                            kRoundOffShare * options_.delta_relative_accuracy, std::log(up));
-      if (!narrow.ok()) return narrow.status();
-      const bool narrowed = narrow->tilt != plan->tilt;
-      plan = narrow;
+      // A moved plan's finer step whose grids exceed the cap (issue 15: 1e5 steps at
+      // q = 1e-4, delta(1) at --pld-precision 1e-4 was this OUT_OF_RANGE error): keep
+      // the tilt; the loop coarsens the step, or keeps the certified answer it has.
+      if (!narrow.ok() && narrow.status().code() != absl::StatusCode::kOutOfRange) {
+        return narrow.status();
+      }
+      const bool narrowed = narrow.ok() && narrow->tilt != plan->tilt;
+      if (narrowed) plan = narrow;
       if (moved || narrowed) continue;
     }
     // The plan is settled: this grid's optimistic side (a failure is handled as for
@@ -486,6 +492,7 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       }
       if (have) {
         result.stop = PldStop::kGridCap;
+        result.stop_detail = std::string(c.status().message());
         break;
       }
       if (fixed || ++coarsenings > kMaxCoarsenings) return c.status();
@@ -518,9 +525,14 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       const double max_share = kRoundOffShare * accuracy * std::max(1.0, plan->tilt * *up);
       absl::StatusOr<PldPlan> narrow =
           NarrowWindowTilt(events, direction, *plan, h, log_target, *up, max_share, log_delta);
-      if (!narrow.ok()) return narrow.status();
-      const bool narrowed = narrow->tilt != plan->tilt;
-      plan = narrow;
+      // A moved plan's finer step whose grids exceed the cap (issue 15: 1e5 steps at
+      // q = 1e-4, delta(1) at --pld-precision 1e-4 was this OUT_OF_RANGE error): keep
+      // the tilt; the loop coarsens the step, or keeps the certified answer it has.
+      if (!narrow.ok() && narrow.status().code() != absl::StatusCode::kOutOfRange) {
+        return narrow.status();
+      }
+      const bool narrowed = narrow.ok() && narrow->tilt != plan->tilt;
+      if (narrowed) plan = narrow;
       if (moved || narrowed) continue;
     }
     // As in Delta: the optimistic side once the plan is settled.

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -36,6 +37,8 @@ struct PldInterval {
   int64_t fft_size = 0;
   // Why refinement stopped (pld_precision.h): kTargetMet, or the cap that was hit.
   PldStop stop = PldStop::kTargetMet;
+  // kGridCap: what the next finer grid would have needed (its OUT_OF_RANGE message).
+  std::string stop_detail = "";
 };
 
 class PldEngine {

@@ -149,6 +149,30 @@ TEST(PldPrecision, HalvingsFollowTheQuadraticWidthModel) {
   EXPECT_EQ(HalvingsToTarget(std::numeric_limits<double>::infinity(), 1e-3, 5), 2);  // lower 0
 }
 
+// Issue 15: 1e5 DP-SGD steps at q = 1e-4, delta(1) with --pld-precision 1e-4 failed
+// with OUT_OF_RANGE "value_discretization_interval ... needs 2.53e+07 grid points for
+// one step": the step chosen after re-planning did not fit the grid cap. A smaller
+// cap reproduces it on a short ledger; the answer is now the certified interval of
+// the finest grid that fits, and the warning says what a finer one would need.
+TEST(PldPrecision, AStepThatDoesNotFitTheCapAfterReplanningIsCoarsened) {
+  const MechanismEvent ledger{*Mechanism::SubsampledGaussian(1, 1e-4), 10000};
+  PldOptions o;
+  SetPldPrecision(1e-4, &o);
+  o.max_grid_points = 1 << 16;
+  std::unique_ptr<Accountant> acc = Pld(ledger, o);
+  absl::StatusOr<DeltaBound> b = acc->DeltaForEpsilon(1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  // Both intervals are certified: they overlap the one at the default cap and target.
+  absl::StatusOr<DeltaBound> ref = Pld(ledger)->DeltaForEpsilon(1);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  EXPECT_LE(b->lower, ref->upper);
+  EXPECT_GE(b->upper, ref->lower);
+  EXPECT_GT(b->lower, 0);
+  EXPECT_EQ(Diagnostic(*acc, "refinement"), "grid_cap");
+  EXPECT_NE(Diagnostic(*acc, "precision_warning").find("above max_grid_points"), std::string::npos)
+      << Diagnostic(*acc, "precision_warning");
+}
+
 TEST(PldPrecision, DeltaTargetIsValidated) {
   PldOptions o;
   o.delta_relative_accuracy = 0;
