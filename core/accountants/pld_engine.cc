@@ -30,9 +30,6 @@ constexpr double kU = std::numeric_limits<double>::epsilon() / 2;
 // NarrowWindowTilt's bound on the share of the precision target that a smaller
 // tilt's FFT round-off may take (in the queried quantity).
 constexpr double kRoundOffShare = 0.05;
-// Epsilon queries: the first grid's error target relative to the precision target
-// (PldEngine::Epsilon).
-constexpr double kFirstGridLooseness = 4;
 // Finest first grid step (nats). Steps are chosen from the ledger's spread, which
 // is ~1e-300 for sigma = 1e300 or pure_dp epsilon = 1e-300 (issue 11: a zero step
 // hung InitialStep's doubling loop); 2^-40 nats is far below any budget's
@@ -475,14 +472,7 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
   if (!plan.ok()) return plan.status();
   const bool fixed = options_.value_discretization_interval > 0;
   const double accuracy = options_.relative_accuracy;
-  // The first grid mostly locates epsilon for re-planning (PlanOnGrid): its step is
-  // chosen for a 4x looser target (2x the step, ~1/4 of the cost). When the plan then
-  // stays, its certified interval is measured and refined from like any other.
-  // Issue 15 item 3 (CPU, whole process): 1e4 DP-SGD steps (q 1e-3, delta 1e-9) at
-  // precision 0.005 37 -> 30 ms with the same interval; 1e5 steps at q 1e-4
-  // (delta 1e-12) 683 -> 215 ms, the interval 0.14% wide instead of 0.125%.
-  double h = InitialStep(events, direction, *plan, std::max(plan->center, plan->sd),
-                         kFirstGridLooseness * accuracy);
+  double h = InitialStep(events, direction, *plan, std::max(plan->center, plan->sd), accuracy);
   double h_done = kInf;  // the step of the last grid that fitted
   const double log_delta = std::log(delta);
   PldInterval result;
