@@ -21,7 +21,7 @@ constexpr CommandHelp kCommands[] = {
             spa, edgeworth: [--conditioning auto|off]
             pld: [--pld-precision P] the certified upper end is at most P above the
                  truth, relative: (upper - lower) <= P * lower (default 5e-4 for
-                 epsilon, 0.01 for delta; 1e-4 costs ~2-10x)
+                 epsilon, 0.01 for delta; 1e-4 costs ~1.5-3x)
 )"},
     {"calibrate", "", false, true,
      R"(  calibrate [--accountant NAME] [its flags, as for account] --epsilon E --delta D --step SPEC ... [--json]
