@@ -19,8 +19,9 @@ constexpr CommandHelp kCommands[] = {
             edgeworth: [--edgeworth-order 0-3 (default 2)] [--edgeworth-mode clamped|literal]
             spa: [--spa-estimator sp-clt|sp-msd0|sp-msd1|sp-ew2|icml-k3]
             spa, edgeworth: [--conditioning auto|off]
-            pld: [--pld-precision P] target relative width of the certified interval
-                 (default 0.005 for epsilon, 0.01 for delta; 1e-4 costs ~4-25x)
+            pld: [--pld-precision P] the certified upper end is at most P above the
+                 truth, relative: (upper - lower) <= P * lower (default 5e-4 for
+                 epsilon, 0.01 for delta; 1e-4 costs ~1.5-3x)
 )"},
     {"calibrate", "", false, true,
      R"(  calibrate [--accountant NAME] [its flags, as for account] --epsilon E --delta D --step SPEC ... [--json]

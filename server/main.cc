@@ -129,8 +129,9 @@ ABSL_FLAG(std::string, edgeworth_mode, "clamped",
 ABSL_FLAG(std::string, spa_estimator, "sp-clt",
           "SPA accountant estimate: sp-clt, sp-msd0, sp-msd1, sp-ew2 or icml-k3");
 ABSL_FLAG(double, pld_precision, 0,
-          "PLD accountant: target relative width of its certified intervals, in (0, 0.5] "
-          "(0: defaults, 0.005 for epsilon and 0.01 for delta)");
+          "PLD accountant: target relative width (upper - lower) / lower of its certified "
+          "intervals, in (0, 0.5]: the upper end is at most this far above the truth "
+          "(0: defaults, 5e-4 for epsilon and 0.01 for delta)");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
 
 namespace {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "core/accountants/analytic_gaussian.h"
 #include "core/accountants/pld_engine.h"
+#include "core/accountants/pld_precision.h"
 
 namespace dpledger::core {
 namespace {
@@ -213,17 +214,18 @@ class PldAccountant final : public Accountant {
   // stopped the refinement (pld_precision.h). `worst` is the direction whose upper
   // end is the answer's. Memoised answers keep the diagnostics of their first query.
   void NotePrecision(const PldInterval& worst, double lower, double upper, double target) const {
-    const double width = upper > 0 ? (upper - lower) / upper : 0;
+    const double width = RelativeExcess(lower, upper);
     diagnostics_.push_back({"relative_width", width});
     diagnostics_.push_back({"precision_target", target});
     diagnostics_.push_back({"grid_step", worst.step});
     diagnostics_.push_back({"fft_size", static_cast<double>(worst.fft_size)});
     diagnostics_.push_back({"refinement", std::string(PldStopName(worst.stop))});
-    if (width > target) {
+    if (!MeetsPrecision(lower, upper, target)) {
       diagnostics_.push_back(
           {"precision_warning",
-           absl::StrFormat("certified interval %.3g wide (relative), target %.3g: stopped by %s",
-                           width, target, std::string(PldStopName(worst.stop)))});
+           absl::StrFormat("certified interval %.3g wide (relative), target %.3g: stopped by %s%s%s",
+                           width, target, std::string(PldStopName(worst.stop)),
+                           worst.stop_detail.empty() ? "" : ": ", worst.stop_detail)});
     }
   }
 

@@ -41,14 +41,15 @@ namespace dpledger::core {
 
 struct PldOptions {
   // The precision knob (`dpledger account --pld-precision P` sets both): target
-  // relative width (upper - lower) / upper of the certified interval of the queried
-  // quantity. The grid is halved until the interval meets it, max_refinements or
-  // max_grid_points is reached, or a finer grid stops narrowing it (FFT round-off);
-  // the answer's diagnostics say which (pld_precision.h). Each halving costs about
-  // 2x in time and narrows the interval about 4x. Each in (0, 0.5].
-  // epsilon(delta): width of [epsilon_lower, epsilon_upper].
-  double relative_accuracy = 0.005;
-  // delta(epsilon): width of [delta_lower, delta_upper].
+  // relative width (upper - lower) / lower of the certified interval of the queried
+  // quantity, so the upper end is at most P above the truth (pld_precision.h). The
+  // grid is halved until the interval meets it, max_refinements or max_grid_points
+  // is reached, or a finer grid stops narrowing it (FFT round-off); the answer's
+  // diagnostics say which. Each halving costs about 2x in time and narrows the
+  // interval about 4x. Each in (0, 0.5].
+  // epsilon(delta): issue 15's default "certified upper within 0.05% of the truth".
+  double relative_accuracy = 5e-4;
+  // delta(epsilon): "within 1%".
   double delta_relative_accuracy = 0.01;
   // Loss grid step in nats. 0: chosen from relative_accuracy and refined
   // adaptively; > 0: used as given (rounded down to a power of 2), no refinement.

@@ -28,7 +28,7 @@ constexpr double kMinStepTail = 1e-250, kMaxStepTail = 1e-10;
 constexpr int kMaxCoarsenings = 8;
 constexpr double kU = std::numeric_limits<double>::epsilon() / 2;
 // NarrowWindowTilt's bound on the share of the precision target that a smaller
-// tilt's FFT round-off may take.
+// tilt's FFT round-off may take (in the queried quantity).
 constexpr double kRoundOffShare = 0.05;
 // Finest first grid step (nats). Steps are chosen from the ledger's spread, which
 // is ~1e-300 for sigma = 1e300 or pure_dp epsilon = 1e-300 (issue 11: a zero step
@@ -130,7 +130,7 @@ absl::StatusOr<WindowPlan> PldEngine::WindowFor(const SideParts& sp, const PldPl
   WindowBudget budget;
   budget.log_untilted = log_budget;
   budget.log_wrap = std::log(kWrapShare * h / std::max(plan.sd, h));
-  return PlanWindow(sp.parts, h, plan.tilt, budget, options_.max_grid_points);
+  return PlanWindow(sp.parts, h, plan.tilt, budget, options_.max_grid_points, deadline_);
 }
 
 absl::StatusOr<ComposedWindow> PldEngine::ComposeSide(std::span<const MechanismEvent> events,
@@ -166,12 +166,16 @@ absl::StatusOr<ComposedWindow> PldEngine::ComposeSide(std::span<const MechanismE
 // epsilon, untilted by e^{K(t) - t l}, which sums to about k kappa(n) e^{K(t) - t eps}
 // / (sqrt(2 pi) sd t). Relative to delta it is at most that over delta, as the
 // tilted mass above epsilon is at least e^{t eps - K(t)} delta. t is taken when this
-// share is below kRoundOffShare of the precision target (5%: the interval is then
-// the same to a few percent of its width, in practice to ~1e-7 relative).
+// share is below max_share: kRoundOffShare (5%) of the precision target for delta
+// queries; for epsilon queries the share moves epsilon by about share / lambda nats,
+// lambda the tilt centred on epsilon (-d log delta / d eps ~ lambda, e.g. the
+// Gaussian's Mills-ratio asymptotics), so there 5% of the target times
+// max(1, lambda eps). The interval is then the same to a few percent of its width,
+// in practice to ~1e-7 relative.
 absl::StatusOr<PldPlan> PldEngine::NarrowWindowTilt(std::span<const MechanismEvent> events,
                                                     Direction direction, const PldPlan& plan,
                                                     double h, double log_delta_target,
-                                                    double epsilon, double accuracy,
+                                                    double epsilon, double max_share,
                                                     double log_delta) {
   if (!(plan.tilt > 0)) return plan;
   const double tail = StepTail(plan, log_delta_target);
@@ -217,7 +221,7 @@ absl::StatusOr<PldPlan> PldEngine::NarrowWindowTilt(std::span<const MechanismEve
     p.tilt = plan.tilt * scale;
     absl::StatusOr<Size> size = size_at(p);
     if (!size.ok()) return size.status();
-    if (size->n < best_n && round_off_share(p, *size) <= kRoundOffShare * accuracy) {
+    if (size->n < best_n && round_off_share(p, *size) <= max_share) {
       best = p;
       best_n = size->n;
     }
@@ -390,6 +394,7 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
       }
       if (have) {  // refining further does not fit: keep the certified answer
         result.stop = PldStop::kGridCap;
+        result.stop_detail = std::string(c.status().message());
         break;
       }
       if (fixed || ++coarsenings > kMaxCoarsenings) return c.status();
@@ -417,10 +422,15 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
       }
       absl::StatusOr<PldPlan> narrow =
           NarrowWindowTilt(events, direction, *plan, h, log_target, epsilon,
-                           options_.delta_relative_accuracy, std::log(up));
-      if (!narrow.ok()) return narrow.status();
-      const bool narrowed = narrow->tilt != plan->tilt;
-      plan = narrow;
+                           kRoundOffShare * options_.delta_relative_accuracy, std::log(up));
+      // A moved plan's finer step whose grids exceed the cap (issue 15: 1e5 steps at
+      // q = 1e-4, delta(1) at --pld-precision 1e-4 was this OUT_OF_RANGE error): keep
+      // the tilt; the loop coarsens the step, or keeps the certified answer it has.
+      if (!narrow.ok() && narrow.status().code() != absl::StatusCode::kOutOfRange) {
+        return narrow.status();
+      }
+      const bool narrowed = narrow.ok() && narrow->tilt != plan->tilt;
+      if (narrowed) plan = narrow;
       if (moved || narrowed) continue;
     }
     // The plan is settled: this grid's optimistic side (a failure is handled as for
@@ -437,8 +447,9 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
     }
     have = true;
     const double target = options_.delta_relative_accuracy;
-    const double width = result.upper > 0 ? (result.upper - result.lower) / result.upper : 0;
-    if (width <= target || result.upper <= 1e-300 || result.upper <= dominated_below) {
+    const double width = RelativeExcess(result.lower, result.upper);
+    if (MeetsPrecision(result.lower, result.upper, target) || result.upper <= 1e-300 ||
+        result.upper <= dominated_below) {
       result.stop = PldStop::kTargetMet;
       break;
     }
@@ -481,6 +492,7 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       }
       if (have) {
         result.stop = PldStop::kGridCap;
+        result.stop_detail = std::string(c.status().message());
         break;
       }
       if (fixed || ++coarsenings > kMaxCoarsenings) return c.status();
@@ -510,11 +522,17 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
         h = std::min(h, InitialStep(events, direction, *plan, std::max(plan->center, plan->sd),
                                     accuracy));
       }
+      const double max_share = kRoundOffShare * accuracy * std::max(1.0, plan->tilt * *up);
       absl::StatusOr<PldPlan> narrow =
-          NarrowWindowTilt(events, direction, *plan, h, log_target, *up, accuracy, log_delta);
-      if (!narrow.ok()) return narrow.status();
-      const bool narrowed = narrow->tilt != plan->tilt;
-      plan = narrow;
+          NarrowWindowTilt(events, direction, *plan, h, log_target, *up, max_share, log_delta);
+      // A moved plan's finer step whose grids exceed the cap (issue 15: 1e5 steps at
+      // q = 1e-4, delta(1) at --pld-precision 1e-4 was this OUT_OF_RANGE error): keep
+      // the tilt; the loop coarsens the step, or keeps the certified answer it has.
+      if (!narrow.ok() && narrow.status().code() != absl::StatusCode::kOutOfRange) {
+        return narrow.status();
+      }
+      const bool narrowed = narrow.ok() && narrow->tilt != plan->tilt;
+      if (narrowed) plan = narrow;
       if (moved || narrowed) continue;
     }
     // As in Delta: the optimistic side once the plan is settled.
@@ -529,8 +547,8 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       result.upper = std::min(result.upper, *up);
     }
     have = true;
-    const double width = result.upper > 0 ? (result.upper - result.lower) / result.upper : 0;
-    if (width <= accuracy || result.upper <= dominated_below) {
+    const double width = RelativeExcess(result.lower, result.upper);
+    if (MeetsPrecision(result.lower, result.upper, accuracy) || result.upper <= dominated_below) {
       result.stop = PldStop::kTargetMet;
       break;
     }
@@ -545,7 +563,7 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
   // Still too wide (typically rare sampled steps and tiny delta, where the
   // saddle-point tilt puts delta in a valley of the tilted law and FFT round-off
   // dominates): certified intervals from other tilts intersect with this one.
-  if (!fixed && have && result.upper - result.lower > accuracy * result.upper &&
+  if (!fixed && have && !MeetsPrecision(result.lower, result.upper, accuracy) &&
       result.upper > dominated_below) {
     std::vector<double> tilts = {plan->tilt / 2, plan->tilt / 4};
     absl::StatusOr<PldPlan> mid = PlanForEpsilon(events, direction, 0.5 * (result.lower + result.upper));
@@ -563,7 +581,7 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       if (up.ok()) result.upper = std::min(result.upper, *up);
       if (low.ok()) result.lower = std::max(result.lower, std::min(*low, result.upper));
     }
-    if (result.upper - result.lower <= accuracy * result.upper) result.stop = PldStop::kTargetMet;
+    if (MeetsPrecision(result.lower, result.upper, accuracy)) result.stop = PldStop::kTargetMet;
   }
   return result;
 }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -36,6 +37,8 @@ struct PldInterval {
   int64_t fft_size = 0;
   // Why refinement stopped (pld_precision.h): kTargetMet, or the cap that was hit.
   PldStop stop = PldStop::kTargetMet;
+  // kGridCap: what the next finer grid would have needed (its OUT_OF_RANGE message).
+  std::string stop_detail = "";
 };
 
 class PldEngine {
@@ -136,11 +139,11 @@ class PldEngine {
                                        double log_budget) const;
   // The plan at a smaller tilt (plan.tilt / sqrt 2 or / 2) when its composed window
   // needs fewer FFT points and its FFT round-off at `epsilon`, where delta is about
-  // e^{log_delta}, stays below 5% of `accuracy` (see the .cc); otherwise `plan`.
+  // e^{log_delta}, stays below `max_share` of delta (see the .cc); otherwise `plan`.
   absl::StatusOr<PldPlan> NarrowWindowTilt(std::span<const MechanismEvent> events,
                                            Direction direction, const PldPlan& plan, double h,
                                            double log_delta_target, double epsilon,
-                                           double accuracy, double log_delta);
+                                           double max_share, double log_delta);
   absl::StatusOr<ComposedWindow> ComposeSide(std::span<const MechanismEvent> events,
                                              Direction direction, const PldPlan& plan, double h,
                                              double tail, double log_budget, PldSide side);

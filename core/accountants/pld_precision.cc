@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace dpledger::core {
 
@@ -21,6 +22,11 @@ std::string_view PldStopName(PldStop stop) {
   return "unknown";
 }
 
+double RelativeExcess(double lower, double upper) {
+  if (!(upper > lower)) return 0;
+  return lower > 0 ? (upper - lower) / lower : std::numeric_limits<double>::infinity();
+}
+
 int HalvingsToTarget(double width, double target, int left) {
   if (!(width > target) || !(target > 0)) return 1;
   // width ~ h^2: log4(width / target) halvings, rounded up (one halving from more
@@ -30,7 +36,7 @@ int HalvingsToTarget(double width, double target, int left) {
   // jump never overshoots by much: the first grids of rare-sampled-step ledgers
   // narrow faster than h^2 (1e4 DP-SGD steps at delta 1e-5: ~h^3, a 3-halving jump
   // cost 30% more than halving one at a time).
-  const double halvings = std::ceil(0.5 * std::log2(width / target));
+  const double halvings = std::min(std::ceil(0.5 * std::log2(width / target)), 1e3);  // inf
   return std::clamp(static_cast<int>(halvings), 1, std::clamp(left, 1, kMaxHalvingsPerJump));
 }
 

@@ -27,13 +27,14 @@ double TotalLogMgf(const std::vector<WindowPart>& parts, const std::vector<MgfTa
 }
 
 // min over u in [log lo, log hi] of f(e^u) for f unimodal in u (golden section).
+// Once `deadline` has passed it stops early; the caller then reports the deadline.
 template <typename F>
-double MinOverLogScale(F f, double lo, double hi) {
+double MinOverLogScale(F f, double lo, double hi, const Deadline& deadline) {
   constexpr double kGolden = 0.6180339887498949;
   double a = std::log(lo), b = std::log(hi);
   double c = b - kGolden * (b - a), d = a + kGolden * (b - a);
   double fc = f(std::exp(c)), fd = f(std::exp(d));
-  for (int it = 0; it < kGoldenIterations; ++it) {
+  for (int it = 0; it < kGoldenIterations && !deadline.Expired(); ++it) {
     if (fc <= fd) {
       b = d, d = c, fd = fc;
       c = b - kGolden * (b - a);
@@ -50,7 +51,9 @@ double MinOverLogScale(F f, double lo, double hi) {
 }  // namespace
 
 absl::StatusOr<WindowPlan> PlanWindow(const std::vector<WindowPart>& parts, double h, double tilt,
-                                      const WindowBudget& budget, int64_t max_points) {
+                                      const WindowBudget& budget, int64_t max_points,
+                                      const Deadline& deadline) {
+  auto check = [&] { return deadline.Check("pld: planning the composed loss window"); };
   double k_tilt = 0, sup = 0, inf = 0;
   for (const WindowPart& p : parts) {
     const double c = static_cast<double>(p.count);
@@ -63,16 +66,20 @@ absl::StatusOr<WindowPlan> PlanWindow(const std::vector<WindowPart>& parts, doub
   }
   std::vector<MgfTable> tables;
   tables.reserve(parts.size());
-  for (const WindowPart& p : parts) tables.emplace_back(*p.pmf);
+  for (const WindowPart& p : parts) {
+    if (absl::Status s = check(); !s.ok()) return s;
+    tables.emplace_back(*p.pmf);
+  }
   auto k = [&](double t) { return TotalLogMgf(parts, tables, t); };
   WindowPlan plan;
   // Chernoff: Pr~[S > x] <= e^{K~(th) - th x} <= tau once x >= (K~(th) - log tau)/th,
   // K~(th) = K(tilt + th) - K(tilt); minimised over th (unimodal in log th).
   const double hi_wrap = MinOverLogScale(
       [&](double th) { return (k(tilt + th) - k_tilt - budget.log_wrap) / th; }, kMinTheta,
-      kMaxTheta);
+      kMaxTheta, deadline);
   const double hi_inf = MinOverLogScale(
-      [&](double t) { return (k(t) - budget.log_untilted) / t; }, kMinTheta, kMaxTheta);
+      [&](double t) { return (k(t) - budget.log_untilted) / t; }, kMinTheta, kMaxTheta, deadline);
+  if (absl::Status s = check(); !s.ok()) return s;
   double hi = std::max(hi_wrap, hi_inf);
   if (hi >= sup) {
     hi = sup;
@@ -86,7 +93,7 @@ absl::StatusOr<WindowPlan> PlanWindow(const std::vector<WindowPart>& parts, doub
   // contributes nothing to delta(eps) for eps >= lo (see header).
   const double lo_wrap = -MinOverLogScale(
       [&](double th) { return (k(tilt - th) - k_tilt - budget.log_wrap) / th; }, kMinTheta,
-      kMaxTheta);
+      kMaxTheta, deadline);
   double lo = std::min(lo_wrap, hi - 2 * h);
   if (lo <= inf) {
     lo = inf;
@@ -94,8 +101,9 @@ absl::StatusOr<WindowPlan> PlanWindow(const std::vector<WindowPart>& parts, doub
   } else {
     plan.log_wrap = LogAddExp(plan.log_wrap, budget.log_wrap);
     plan.log_below = MinOverLogScale([&](double s) { return k(-s) + s * lo; }, kMinTheta,
-                                     kMaxTheta);
+                                     kMaxTheta, deadline);
   }
+  if (absl::Status s = check(); !s.ok()) return s;
   plan.lo = lo;
   plan.hi = hi;
 

@@ -27,6 +27,7 @@
 #include "core/accountants/pld_convolve.h"
 #include "core/accountants/pld_curve.h"
 #include "core/accountants/pld_grid.h"
+#include "core/util/deadline.h"
 
 namespace dpledger::core {
 
@@ -50,9 +51,13 @@ struct WindowPlan {
   double log_wrap = -1e300;  // log of the tilted mass outside [lo, hi]
 };
 
-// OUT_OF_RANGE naming max_grid_points when the window needs more points.
+// OUT_OF_RANGE naming max_grid_points when the window needs more points;
+// DEADLINE_EXCEEDED naming the query time cap once `deadline` passes (checked per
+// MGF evaluation: with many distinct mechanisms or huge counts the Chernoff searches
+// alone ran ~1 s past a 0.25 s cap under ASan, issue 16's fuzzing).
 absl::StatusOr<WindowPlan> PlanWindow(const std::vector<WindowPart>& parts, double h, double tilt,
-                                      const WindowBudget& budget, int64_t max_points);
+                                      const WindowBudget& budget, int64_t max_points,
+                                      const Deadline& deadline = {});
 
 // Takes the circular result's storage (rotated in place).
 ComposedWindow AssembleWindow(const WindowPlan& plan, CircularPmf&& circular,

@@ -351,7 +351,8 @@ class Ledger:
               tenant: Optional[str] = None, pld_precision: Optional[float] = None) -> Spent:
         """Spent: epsilon at ``delta``, or delta at ``epsilon`` (exactly one), by the job's
         admitting accountant or the named one. ``pld_precision`` (pld only): the target
-        relative width of the certified interval, in (0, 0.5]; smaller costs more time."""
+        relative width (upper - lower) / lower of the certified interval (the upper end is
+        at most this far above the truth), in (0, 0.5]; smaller costs more time."""
         if (delta is None) == (epsilon is None):
             raise errors.InvalidArgument("give exactly one of delta or epsilon")
         request = pb.SpentRequest(job_id=job_id, tenant=self._tenant(tenant),
