@@ -9,10 +9,14 @@
 namespace dpledger::core {
 namespace {
 
+// A direction's truncation is relative to this fraction of the other's estimate.
+constexpr double kOtherDirectionFraction = 1e-3;
+
 void Note(const ConditionedMixture& mix, const MixtureDelta& d,
           std::vector<AnswerDiagnostic>& diagnostics) {
   const std::string dir = mix.direction() == Direction::kRemove ? "remove_" : "add_";
   diagnostics.push_back({dir + "mixture_terms", static_cast<double>(d.terms)});
+  diagnostics.push_back({dir + "jump_mechanisms", static_cast<double>(mix.mechanisms())});
   diagnostics.push_back({dir + "truncated_mass", d.truncated_mass});
   diagnostics.push_back({dir + "jump_threshold", mix.threshold()});
 }
@@ -65,7 +69,10 @@ absl::StatusOr<double> MixtureEstimate::Delta(double epsilon, double log_floor,
                                               std::vector<AnswerDiagnostic>& diagnostics) const {
   double estimate = 0;
   for (const ConditionedMixture* mix : active_) {
-    absl::StatusOr<MixtureDelta> d = mix->Delta(epsilon, deadline, log_floor);
+    // The max over directions keeps the larger: a direction's terms far below the
+    // answer so far need no precision.
+    const double floor = std::max(log_floor, std::log(estimate) + std::log(kOtherDirectionFraction));
+    absl::StatusOr<MixtureDelta> d = mix->Delta(epsilon, deadline, floor);
     if (!d.ok()) return d.status();
     Note(*mix, *d, diagnostics);
     estimate = std::max(estimate, std::exp(d->log_delta));

@@ -108,17 +108,24 @@ TEST(SpaMixture, LongSmallQLedgerInsidePldInterval) {
   EXPECT_LE(d->estimate, 1.3521252754692963e-20);
 }
 
-TEST(SpaMixture, LedgersWithoutOneSubsampledMechanismAreNotConditioned) {
+TEST(SpaMixture, LedgersWithoutSubsampledMechanismsOrWithTooManyAreNotConditioned) {
   std::vector<MechanismEvent> gaussian = {{*Mechanism::Gaussian(1), 10}};
   EXPECT_EQ(ConditionedMixture::Build(gaussian, Direction::kRemove, BulkEstimator::kEw2, {})
                 .status()
                 .code(),
             absl::StatusCode::kFailedPrecondition);
-  std::vector<MechanismEvent> two = {{*Mechanism::SubsampledGaussian(1, 0.01), 10},
-                                     {*Mechanism::SubsampledGaussian(2, 0.01), 10}};
+  std::vector<MechanismEvent> many;
+  for (int i = 0; i <= kMaxJumpingMechanisms; ++i) {
+    many.push_back({*Mechanism::SubsampledGaussian(1 + 0.1 * i, 0.01), 10});
+  }
   EXPECT_EQ(
-      ConditionedMixture::Build(two, Direction::kRemove, BulkEstimator::kEw2, {}).status().code(),
+      ConditionedMixture::Build(many, Direction::kRemove, BulkEstimator::kEw2, {}).status().code(),
       absl::StatusCode::kFailedPrecondition);
+  many.pop_back();
+  absl::StatusOr<std::unique_ptr<ConditionedMixture>> four =
+      ConditionedMixture::Build(many, Direction::kRemove, BulkEstimator::kEw2, {});
+  ASSERT_TRUE(four.ok()) << four.status();
+  EXPECT_EQ((*four)->mechanisms(), kMaxJumpingMechanisms);
 }
 
 }  // namespace
