@@ -469,7 +469,8 @@ absl::StatusOr<double> ConditionedMixture::Epsilon(double delta, double lo, doub
   // powers are computed once.
   const Tilt theta = TiltFor(lo, hi);
   auto f = [&](double eps) -> absl::StatusOr<double> {
-    absl::StatusOr<MixtureDelta> d = DeltaWithTilt(eps, theta, deadline, -kInf);
+    // Terms below kMixtureTailFraction of the target cannot move the crossing.
+    absl::StatusOr<MixtureDelta> d = DeltaWithTilt(eps, theta, deadline, log_target);
     if (!d.ok()) return d.status();
     return d->log_delta - log_target;
   };

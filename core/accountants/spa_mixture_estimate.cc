@@ -88,7 +88,7 @@ absl::StatusOr<double> MixtureEstimate::Epsilon(double delta, double lo, double 
   for (const ConditionedMixture* mix : active_) {
     absl::StatusOr<double> eps = mix->Epsilon(delta, lo, hi, deadline);
     if (!eps.ok()) return eps.status();
-    absl::StatusOr<MixtureDelta> d = mix->Delta(*eps, deadline);
+    absl::StatusOr<MixtureDelta> d = mix->Delta(*eps, deadline, std::log(delta));
     if (!d.ok()) return d.status();
     Note(*mix, *d, diagnostics);
     estimate = std::max(estimate, *eps);
