@@ -82,9 +82,10 @@ class SpaAccountant final : public Accountant {
       // in [out.lower, out.upper]).
       // No floor from the unconditioned estimates: at small q they are up to 1e4
       // times too large, and a floor above the answer would stop the terms early.
-      absl::StatusOr<double> estimate = mixture_.Delta(epsilon, -kInf, deadline(), diagnostics_);
+      absl::StatusOr<std::optional<double>> estimate =
+          mixture_.Delta(epsilon, -kInf, deadline(), diagnostics_);
       if (!estimate.ok()) return estimate.status();
-      out.estimate = std::clamp(*estimate, out.lower, out.upper);
+      if (estimate->has_value()) out.estimate = std::clamp(**estimate, out.lower, out.upper);
     }
     return out;
   }
@@ -107,10 +108,10 @@ class SpaAccountant final : public Accountant {
     if (!conditioned.ok()) return conditioned.status();
     if (*conditioned) {
       // The truth lies in the certified [lower, upper]: search there.
-      absl::StatusOr<double> estimate =
+      absl::StatusOr<std::optional<double>> estimate =
           mixture_.Epsilon(delta, out.lower, out.upper, deadline(), diagnostics_);
       if (!estimate.ok()) return estimate.status();
-      out.estimate = std::clamp(*estimate, out.lower, out.upper);
+      if (estimate->has_value()) out.estimate = std::clamp(**estimate, out.lower, out.upper);
     }
     return out;
   }

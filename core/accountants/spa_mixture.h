@@ -12,19 +12,20 @@
 //   D_n(x) = E[(1 - e^{x - B_n})_+]
 // exactly (independence of the steps; given M = m the jump set of each mechanism
 // is exchangeable). The law of S_m is computed numerically: each jump law given
-// |Y_g| > c_g on cells of a common width h = min(2e-3, min_g c_g/2) >= 2.5e-4 nats
-// (mass from the PLRV's CDF, at the cell midpoint), convolved DIRECTLY
+// |Y_g| > c_g on a lattice of common width h = min(2e-3, min_g c_g/2) >= 2.5e-4
+// nats, each cell's P-mass split between its two ends so that its P- and Q-masses
+// are both kept (connect the dots: second order in h), convolved DIRECTLY
 // (non-negative sums keep full relative precision at 1e-20, which an FFT does
-// not). With one mechanism the cells are scaled by e^{theta y} (to keep the
-// products in double range, and entries below 1e-25 of the largest tilted one
-// are dropped); with several, whose good tilts differ, theta = 0 and entries
-// below 1e-60 of the largest are dropped (mass below 1e-55 per term). Sums above
-// eps + 4 are lumped (D ~ 1 there), sums below eps minus the bulk's reach are
-// dropped when no jump is positive (D ~ 0, and only negative jumps follow). D_n
-// is the bulk's saddle-point approximation (spa_mixture_bulk.h; SP-EW2 measured
-// within 0.1% of PLD, SP-CLT up to 2% off), accurate because the bulk has no
-// jumps. c_g is chosen so that k_g p_g = kExpectedJumps / G: the number of
-// terms then depends on delta (and G) only, not on k.
+// not). Every entry is a probability <= 1, so dropping the ends below 1e-60 of
+// the largest loses less than 1e-55 per term (a tilt e^{theta y} that would keep
+// fewer entries dropped mass that mattered: eps 1.3% low at q = 0.01, 1e4 steps,
+// delta 1e-12). Sums above eps + 4 are lumped (D ~ 1 there), sums below eps
+// minus the bulk's reach are dropped when no jump is positive (D ~ 0, and only
+// negative jumps follow). D_n is the bulk's saddle-point approximation
+// (spa_mixture_bulk.h; SP-EW2 measured within 0.1% of PLD, SP-CLT up to 2% off),
+// accurate because the bulk has no jumps. c_g is chosen so that k_g p_g =
+// kExpectedJumps / G: the number of terms then depends on delta (and G) only,
+// not on k.
 //
 // Truncation (proven): terms are summed by the total count T = sum_g M_g, a
 // Poisson-binomial variable (a sum of independent Bernoulli trials), whose pmf
@@ -130,23 +131,20 @@ class ConditionedMixture {
   // log b_T(total) of the total count (-inf when no composition has it).
   double LogTotalMass(int total) const;
   const BulkCurve& Curve(size_t composition) const;
-  // The tilt of the jump cells (it only steers which values keep full relative
-  // precision and in double range, so it does not enter the answer) and the
-  // lump limits.
-  struct Tilt {
-    double theta;
+  // The lump and drop limits of the jump sums (for a range of queries).
+  struct Limits {
     std::vector<int64_t> caps;  // jump cells of g from this offset on are lumped
     double s_hi;  // sums above this are lumped
     double s_lo;  // sums below this are dropped
-    bool operator==(const Tilt&) const = default;
+    bool operator==(const Limits&) const = default;
   };
   // For queries at eps in [epsilon_lo, epsilon_hi].
-  Tilt TiltFor(double epsilon_lo, double epsilon_hi) const;
+  Limits LimitsFor(double epsilon_lo, double epsilon_hi) const;
   double CellLoss(const JumpLaw& law, int64_t offset) const;  // midpoint of a jump cell
-  // The tilted laws of S_m for compositions 0..index for this tilt (cached;
+  // The laws of S_m for compositions 0..index for these limits (cached;
   // extended on demand).
-  void EnsurePowers(const Tilt& tilt, size_t index) const;
-  absl::StatusOr<MixtureDelta> DeltaWithTilt(double epsilon, const Tilt& tilt,
+  void EnsurePowers(const Limits& limits, size_t index) const;
+  absl::StatusOr<MixtureDelta> DeltaWithLimits(double epsilon, const Limits& limits,
                                              const Deadline& deadline, double log_floor) const;
 
   Direction direction_ = Direction::kRemove;
@@ -158,13 +156,12 @@ class ConditionedMixture {
   mutable std::vector<Composition> compositions_;
   mutable std::vector<size_t> total_ends_;  // compositions of total t end at total_ends_[t]
   mutable std::vector<std::optional<BulkCurve>> curves_;
-  // S_m's tilted law: sums[c][i] e^{log_scales[c]} = Pr[S_m = s_i] e^{theta s_i},
-  // s_i = h (firsts[c] + i + total/2), for composition c.
+  // S_m's law: sums[c][i] e^{log_scales[c]} = Pr[S_m = s_i], s_i = h (firsts[c] + i),
+  // for composition c.
   struct Powers {
-    std::optional<Tilt> tilt;
-    double floor = 0;  // entries below this fraction of the largest are dropped
+    std::optional<Limits> limits;
     std::vector<double> log_lump_cell;  // per g: log jump mass beyond the cap (given a jump)
-    std::vector<std::vector<double>> cell;  // per g: tilted jump cells, largest 1
+    std::vector<std::vector<double>> cell;  // per g: jump lattice masses, largest 1
     std::vector<int64_t> cell_first;        // per g: lattice index of cell[g][0]
     std::vector<double> log_scale_cell;
     std::vector<double> log_lumped;  // log Pr[lumped | M = m]

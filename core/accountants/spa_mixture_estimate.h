@@ -53,11 +53,16 @@ class MixtureEstimate {
                                const Deadline& deadline,
                                std::vector<AnswerDiagnostic>& diagnostics);
   // After Applies() returned true: the max over directions of the estimates
-  // (delta(eps); eps(delta) searched in [lo, hi]), with each direction's diagnostics.
-  absl::StatusOr<double> Delta(double epsilon, double log_floor, const Deadline& deadline,
-                               std::vector<AnswerDiagnostic>& diagnostics) const;
-  absl::StatusOr<double> Epsilon(double delta, double lo, double hi, const Deadline& deadline,
-                                 std::vector<AnswerDiagnostic>& diagnostics) const;
+  // (delta(eps); eps(delta) searched in [lo, hi]), with each direction's
+  // diagnostics; nullopt when the mixture cannot reach its truncation target in
+  // kMaxMixtureTerms totals (e.g. delta below double range), which then sets the
+  // "conditioned" diagnostic to "no: <why>" (callers keep the unconditioned one).
+  absl::StatusOr<std::optional<double>> Delta(double epsilon, double log_floor,
+                                              const Deadline& deadline,
+                                              std::vector<AnswerDiagnostic>& diagnostics) const;
+  absl::StatusOr<std::optional<double>> Epsilon(double delta, double lo, double hi,
+                                                const Deadline& deadline,
+                                                std::vector<AnswerDiagnostic>& diagnostics) const;
 
  private:
   std::array<std::optional<absl::StatusOr<std::shared_ptr<ConditionedMixture>>>, 2> mixtures_;
