@@ -1,11 +1,17 @@
 // The conditioned estimate of a ledger (spa_mixture.h) over its neighbouring
 // directions, as the SPA and Edgeworth accountants use it: when it applies (one
-// distinct Poisson-subsampled mechanism, at most kMaxConditionedSampledSteps
-// expected sampled steps), the mixtures of both directions built on first use
-// and kept until the ledger changes, and the diagnostics saying which path
-// answered (issue 15 item 4): conditioned (yes / no: why), per direction
-// mixture_terms, truncated_mass (binomial mass left out, bounding what it adds),
-// jump_threshold.
+// to kMaxJumpingMechanisms distinct Poisson-subsampled mechanisms, at most
+// kMaxConditionedSampledSteps expected sampled steps), the mixtures of both
+// directions built on first use and kept until the ledger changes, and the
+// diagnostics saying which path answered (issue 15 item 4): conditioned (yes /
+// no: why), per direction mixture_terms (count vectors summed), jump_mechanisms,
+// truncated_mass (binomial mass left out, bounding what it adds), jump_threshold
+// (the smallest c_g).
+//
+// What is certified: nothing here. The number is an ESTIMATE (the bulk's
+// saddle point carries no error bound); the accountants keep their own
+// certified interval (SPA: Berry-Esseen + moments-accountant cap, spa.md 5; the
+// Edgeworth EEAI) and clamp this estimate into it.
 //
 // Thread safety: not thread-safe (like every Accountant).
 #pragma once
