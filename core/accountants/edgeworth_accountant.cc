@@ -219,9 +219,10 @@ absl::StatusOr<EpsilonBound> EdgeworthAccountant::ComputeEpsilon(double delta) c
     // total loss (or well past the AEA estimate) where it has no upper end.
     double hi = cert.upper;
     if (!std::isfinite(hi)) hi = std::min(MaxTotalLoss(events()), 4 * estimate + 10);
-    absl::StatusOr<double> e = mixture_.Epsilon(delta, cert.lower, hi, deadline(), diagnostics_);
+    absl::StatusOr<std::optional<double>> e =
+        mixture_.Epsilon(delta, cert.lower, hi, deadline(), diagnostics_);
     if (!e.ok()) return e.status();
-    estimate = *e;
+    if (e->has_value()) estimate = **e;
   }
   if (std::isfinite(cert.upper)) {
     const double est = clamp() ? std::clamp(estimate, cert.lower, cert.upper) : estimate;
@@ -263,9 +264,10 @@ absl::StatusOr<DeltaBound> EdgeworthAccountant::ComputeDelta(double epsilon) con
   absl::StatusOr<bool> conditioned = Conditioned();
   if (!conditioned.ok()) return conditioned.status();
   if (*conditioned) {
-    absl::StatusOr<double> d = mixture_.Delta(epsilon, -kInf, deadline(), diagnostics_);
+    absl::StatusOr<std::optional<double>> d =
+        mixture_.Delta(epsilon, -kInf, deadline(), diagnostics_);
     if (!d.ok()) return d.status();
-    estimate = *d;
+    if (d->has_value()) estimate = **d;
   }
   if (cert.upper < 1) {
     const double est = clamp() ? std::clamp(estimate, cert.lower, cert.upper) : estimate;

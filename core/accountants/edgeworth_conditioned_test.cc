@@ -65,5 +65,29 @@ TEST(EdgeworthConditioned, ModerateQDeltaWithinOnePercentOfPld) {
   EXPECT_EQ(Conditioned(*on), "yes");
 }
 
+// Heterogeneous ledgers (two distinct subsampled mechanisms, plus Gaussian steps):
+// references from scripts/hetero_reference_values.py, as in spa_mixture_test.cc
+// (rows H1 and H4 there).
+TEST(EdgeworthConditioned, HeterogeneousLedgersWithinOnePercentOfReferences) {
+  absl::StatusOr<std::unique_ptr<Accountant>> h1 = CreateEdgeworthAccountant();
+  ASSERT_TRUE(h1.ok());
+  ASSERT_TRUE((*h1)->Compose(*Mechanism::SubsampledGaussian(1, 1e-3), 1000).ok());
+  ASSERT_TRUE((*h1)->Compose(*Mechanism::SubsampledGaussian(0.8, 2e-3), 500).ok());
+  absl::StatusOr<DeltaBound> d = (*h1)->DeltaForEpsilon(1.0);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_NEAR(d->estimate / 2.249700279e-07, 1, 0.01);
+  EXPECT_EQ(Conditioned(**h1), "yes");
+
+  absl::StatusOr<std::unique_ptr<Accountant>> h4 = CreateEdgeworthAccountant();
+  ASSERT_TRUE(h4.ok());
+  ASSERT_TRUE((*h4)->Compose(*Mechanism::SubsampledGaussian(2, 0.1), 200).ok());
+  ASSERT_TRUE((*h4)->Compose(*Mechanism::SubsampledGaussian(1, 0.01), 500).ok());
+  ASSERT_TRUE((*h4)->Compose(*Mechanism::Gaussian(20), 20).ok());
+  absl::StatusOr<EpsilonBound> e = (*h4)->EpsilonForDelta(1e-9);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_NEAR(e->estimate / 5.50204877, 1, 0.01);
+  EXPECT_EQ(Conditioned(**h4), "yes");
+}
+
 }  // namespace
 }  // namespace dpledger::core

@@ -57,7 +57,6 @@ class SpaAccountant final : public Accountant {
     diagnostics_.clear();
     DeltaBound out{0, 0, 0, Guarantee::kCertified, 0};
     const std::vector<const SpaLedgerCgf*> directions = Directions();
-    std::vector<double> uncond_estimates;
     for (const SpaLedgerCgf* cgf : directions) {
       SpaDeltaOptions delta_options;
       delta_options.with_icml_k3 = options_.estimator == SpaEstimator::kIcmlK3;
@@ -74,7 +73,6 @@ class SpaAccountant final : public Accountant {
       out.lower = std::max(out.lower, lower);
       out.estimate = std::max(out.estimate, estimate);
       out.upper = std::max(out.upper, upper);
-      uncond_estimates.push_back(estimate);
     }
     absl::StatusOr<bool> conditioned = Conditioned(directions);
     if (!conditioned.ok()) return conditioned.status();
@@ -82,12 +80,12 @@ class SpaAccountant final : public Accountant {
       // The same max over directions, of the conditioned estimates, each clamped
       // into its direction's certified interval (the max of clamped values lies
       // in [out.lower, out.upper]).
-      // Terms of a direction far below the other's answer need no precision.
-      double log_floor = -kInf;
-      for (double e : uncond_estimates) log_floor = std::max(log_floor, std::log(e) + std::log(1e-3));
-      absl::StatusOr<double> estimate = mixture_.Delta(epsilon, log_floor, deadline(), diagnostics_);
+      // No floor from the unconditioned estimates: at small q they are up to 1e4
+      // times too large, and a floor above the answer would stop the terms early.
+      absl::StatusOr<std::optional<double>> estimate =
+          mixture_.Delta(epsilon, -kInf, deadline(), diagnostics_);
       if (!estimate.ok()) return estimate.status();
-      out.estimate = std::clamp(*estimate, out.lower, out.upper);
+      if (estimate->has_value()) out.estimate = std::clamp(**estimate, out.lower, out.upper);
     }
     return out;
   }
@@ -110,10 +108,10 @@ class SpaAccountant final : public Accountant {
     if (!conditioned.ok()) return conditioned.status();
     if (*conditioned) {
       // The truth lies in the certified [lower, upper]: search there.
-      absl::StatusOr<double> estimate =
+      absl::StatusOr<std::optional<double>> estimate =
           mixture_.Epsilon(delta, out.lower, out.upper, deadline(), diagnostics_);
       if (!estimate.ok()) return estimate.status();
-      out.estimate = std::clamp(*estimate, out.lower, out.upper);
+      if (estimate->has_value()) out.estimate = std::clamp(**estimate, out.lower, out.upper);
     }
     return out;
   }

@@ -1,25 +1,40 @@
 // delta(eps) of one neighbouring direction conditioned on the number of jump
-// steps (issue 15 item 2; derivation and measurements in docs/conditioned_mixture.md).
+// steps of each subsampled mechanism (issue 15 item 2; derivation and
+// measurements in docs/conditioned_mixture.md).
 //
-// For a ledger with ONE Poisson-subsampled mechanism (q < 1) applied k times
-// (any other mechanisms enter in full), split each of its per-step losses Y at
-// a threshold c: a jump when |Y| > c (probability p), else bulk. With M ~
-// Binomial(k, p) the number of jump steps, S_M the sum of the M jump losses and
-// B_{k-M} the bulk (k - M restricted steps plus the rest of the ledger),
-//   delta(eps) = sum_m b(m; k, p) E[D_{k-m}(eps - S_m)],  D_n(x) = E[(1 - e^{x - B_n})_+]
-// exactly (independence of the steps). The law of S_m is computed numerically:
-// the jump law given |Y| > c on cells of width h = min(2e-3, c/2) >= 2.5e-4 nats
-// (mass from the PLRV's CDF, at the cell midpoint), convolved m times DIRECTLY
+// For a ledger with G >= 1 distinct Poisson-subsampled mechanisms (q < 1), g
+// applied k_g times (any other mechanisms enter in full), split each per-step
+// loss Y_g at a threshold c_g: a jump when |Y_g| > c_g (probability p_g), else
+// bulk. With M_g ~ Binomial(k_g, p_g) independent (the vector M = (M_g) has the
+// law prod_g b(m_g; k_g, p_g)), S_M the sum of all jump losses and B_{k-M} the
+// bulk (k_g - M_g restricted steps of each g plus the rest of the ledger),
+//   delta(eps) = sum_m prod_g b(m_g; k_g, p_g) E[D_{k-m}(eps - S_m)],
+//   D_n(x) = E[(1 - e^{x - B_n})_+]
+// exactly (independence of the steps; given M = m the jump set of each mechanism
+// is exchangeable). The law of S_m is computed numerically: each jump law given
+// |Y_g| > c_g on a lattice of common width h = min(2e-3, min_g c_g/2) >= 2.5e-4
+// nats, each cell's P-mass split between its two ends so that its P- and Q-masses
+// are both kept (connect the dots: second order in h), convolved DIRECTLY
 // (non-negative sums keep full relative precision at 1e-20, which an FFT does
-// not); the cells are scaled by e^{theta y} only to keep the products in double
-// range. Sums above eps + 4 are lumped (D ~ 1 there), sums below eps minus the
-// bulk's reach are dropped (D ~ 0). D_n is the bulk's saddle-point approximation
+// not). Every entry is a probability <= 1, so dropping the ends below 1e-60 of
+// the largest loses less than 1e-55 per term (a tilt e^{theta y} that would keep
+// fewer entries dropped mass that mattered: eps 1.3% low at q = 0.01, 1e4 steps,
+// delta 1e-12). Sums above eps + 4 are lumped (D ~ 1 there), sums below eps
+// minus the bulk's reach are dropped when no jump is positive (D ~ 0, and only
+// negative jumps follow). D_n is the bulk's saddle-point approximation
 // (spa_mixture_bulk.h; SP-EW2 measured within 0.1% of PLD, SP-CLT up to 2% off),
-// accurate because the bulk has no jumps. c is chosen so that k p =
-// kExpectedJumps (1): the number of terms then depends on delta only, not on k.
-// Terms stop once the remaining binomial mass is provably below
-// kMixtureTailFraction of the sum so far; that mass plus the lumps' uncertainty
-// is reported as truncated_mass.
+// accurate because the bulk has no jumps. c_g is chosen so that k_g p_g =
+// kExpectedJumps / G: the number of terms then depends on delta (and G) only,
+// not on k.
+//
+// Truncation (proven): terms are summed by the total count T = sum_g M_g, a
+// Poisson-binomial variable (a sum of independent Bernoulli trials), whose pmf
+// b_T is log-concave (Newton's inequalities, Hardy-Littlewood-Polya,
+// "Inequalities", Thm 51), so b_T(j+1)/b_T(j) is non-increasing and
+//   Pr[T > t] <= b_T(t+1) / (1 - r),  r = b_T(t+2) / b_T(t+1) < 1.
+// Since D <= 1, the terms left out add at most that mass. They stop once it is
+// below kMixtureTailFraction of the sum so far; it is reported, plus the lumps'
+// uncertainty, as truncated_mass.
 //
 // What the number is: an ESTIMATE (the bulk's SPA carries no error bound here).
 // Both directions use the same code: the add direction's PLRV is the law of the
@@ -43,28 +58,35 @@
 
 namespace dpledger::core {
 
-// Expected number of jump steps k p that fixes the threshold c.
+// Expected number of jump steps sum_g k_g p_g that fixes the thresholds c_g
+// (each mechanism gets an equal share).
 inline constexpr double kExpectedJumps = 1;
+// Most distinct subsampled mechanisms conditioned on. The count vectors of
+// total T number C(T + G - 1, G - 1): measured (2-core machine at load ~10) 1.4-13 s
+// a query with G = 2, 16 s a delta query with G = 3 and 80-150 s with G = 4 (accurate,
+// 0.1% of PLD, but past the service's 30 s query cap), so G >= 3 stays unconditioned.
+inline constexpr int kMaxJumpingMechanisms = 2;
 // Cell width of the jump law (nats): midpoint cells, O(h^2) error, measured
 // <= 0.1% against PLD at 2e-3; narrower (down to the minimum) where c/2 is.
 inline constexpr double kJumpCellWidth = 2e-3;
 inline constexpr double kMinJumpCellWidth = 2.5e-4;
 // Stop adding terms when Pr[M > m] <= this fraction of the sum so far.
 inline constexpr double kMixtureTailFraction = 1e-4;
-// Most terms evaluated (m = 0 .. kMaxMixtureTerms - 1).
+// Most totals evaluated (T = 0 .. kMaxMixtureTerms - 1).
 inline constexpr int kMaxMixtureTerms = 400;
 
 struct MixtureDelta {
   double log_delta = 0;       // the estimate
-  int terms = 0;              // mixture terms summed (m = 0 .. terms - 1)
+  int terms = 0;              // mixture terms summed (count vectors m)
+  int totals = 0;             // of total jump count 0 .. totals - 1
   double truncated_mass = 0;  // binomial mass of the terms left out (bounds their sum)
 };
 
 class ConditionedMixture {
  public:
   // FAILED_PRECONDITION naming why when the ledger has no Poisson-subsampled
-  // mechanism with q < 1 or more than one distinct one (then callers answer
-  // unconditioned); errors of the bulk build pass through.
+  // mechanism with q < 1 or more than kMaxJumpingMechanisms distinct ones (then
+  // callers answer unconditioned); errors of the bulk build pass through.
   static absl::StatusOr<std::unique_ptr<ConditionedMixture>> Build(
       std::span<const MechanismEvent> events, Direction direction, BulkEstimator estimator,
       const Deadline& deadline);
@@ -79,53 +101,72 @@ class ConditionedMixture {
   absl::StatusOr<double> Epsilon(double delta, double lo, double hi,
                                  const Deadline& deadline) const;
 
-  double threshold() const { return threshold_; }
-  double jump_probability() const { return p_; }
+  // The smallest threshold c_g (the diagnostic jump_threshold).
+  double threshold() const;
+  int mechanisms() const { return static_cast<int>(jumps_.size()); }
   Direction direction() const { return direction_; }
 
  private:
   ConditionedMixture() = default;
-  double LogBinomial(int m) const;  // log b(m; k, p)
-  const BulkCurve& Curve(int m) const;
-  // The tilt of the jump cells (it only steers which values the FFT keeps to full
-  // relative precision, so it does not enter the answer) and the lump limits.
-  struct Tilt {
-    double theta;
-    int64_t cap;  // jump cells from this offset on are lumped
+  // One distinct subsampled mechanism: k steps, threshold c, jump probability p,
+  // jump cells y = h (j + 1/2), j >= first_cell, log of their mass given a jump,
+  // log b(m; k, p) for m = 0.. (extended on demand).
+  struct JumpLaw {
+    std::unique_ptr<Plrv> plrv;
+    double k = 0, threshold = 0, p = 0;
+    int64_t first_cell = 0;
+    std::vector<double> log_cell_mass;
+    int max_jumps = 0;  // largest m with b(m) > 0 (0 when it has no jump cells)
+    mutable std::vector<double> log_binomial;
+  };
+  double LogBinomial(const JumpLaw& law, int m) const;
+  // A count vector m; its parent is m minus one jump of mechanism `via` (the
+  // last with m_g > 0); log_weight = sum_g log b(m_g; k_g, p_g).
+  struct Composition {
+    std::vector<int> m;
+    int total = 0, parent = -1, via = -1;
+    double log_weight = 0;
+  };
+  // Appends every composition of each total up to `total` (by total, then
+  // lexicographically); returns the index one past the last of `total`.
+  size_t EnsureCompositions(int total) const;
+  // log b_T(total) of the total count (-inf when no composition has it).
+  double LogTotalMass(int total) const;
+  const BulkCurve& Curve(size_t composition) const;
+  // The lump and drop limits of the jump sums (for a range of queries).
+  struct Limits {
+    std::vector<int64_t> caps;  // jump cells of g from this offset on are lumped
     double s_hi;  // sums above this are lumped
     double s_lo;  // sums below this are dropped
+    bool operator==(const Limits&) const = default;
   };
   // For queries at eps in [epsilon_lo, epsilon_hi].
-  Tilt TiltFor(double epsilon_lo, double epsilon_hi) const;
-  double CellLoss(int64_t offset) const;  // midpoint of jump cell `offset`
-  // The tilted laws of S_1..S_m for this tilt (cached; extended on demand).
-  void EnsurePowers(const Tilt& tilt, int m) const;
-  absl::StatusOr<MixtureDelta> DeltaWithTilt(double epsilon, const Tilt& tilt,
+  Limits LimitsFor(double epsilon_lo, double epsilon_hi) const;
+  double CellLoss(const JumpLaw& law, int64_t offset) const;  // midpoint of a jump cell
+  // The laws of S_m for compositions 0..index for these limits (cached;
+  // extended on demand).
+  void EnsurePowers(const Limits& limits, size_t index) const;
+  absl::StatusOr<MixtureDelta> DeltaWithLimits(double epsilon, const Limits& limits,
                                              const Deadline& deadline, double log_floor) const;
 
   Direction direction_ = Direction::kRemove;
-  std::unique_ptr<Plrv> jumping_;
+  std::vector<JumpLaw> jumps_;
   std::vector<std::unique_ptr<Plrv>> rest_plrvs_;
-  double k_ = 0;
-  double threshold_ = 0, p_ = 0;
   double h_ = kJumpCellWidth;  // jump cell width
   double ess_sup_ = kInf;  // largest total loss
-  // Jump cells: y = h (j + 1/2), log of their mass given a jump.
-  int64_t first_cell_ = 0;
-  std::vector<double> log_cell_mass_;
   std::optional<MixtureBulk> bulk_;
+  mutable std::vector<Composition> compositions_;
+  mutable std::vector<size_t> total_ends_;  // compositions of total t end at total_ends_[t]
   mutable std::vector<std::optional<BulkCurve>> curves_;
-  // S_m's tilted law: sums_[m][i] e^{log_scales_[m]} = Pr[S_m = s_i] e^{theta s_i},
-  // s_i = h (firsts_[m] + i + m/2).
+  // S_m's law: sums[c][i] e^{log_scales[c]} = Pr[S_m = s_i], s_i = h (firsts[c] + i),
+  // for composition c.
   struct Powers {
-    double theta = kNaN;
-    int64_t cap = -1;
-    double s_hi = kNaN, s_lo = kNaN;
-    double log_lump_cell = 0;  // log jump mass beyond the cap (given a jump)
+    std::optional<Limits> limits;
+    std::vector<double> log_lump_cell;  // per g: log jump mass beyond the cap (given a jump)
+    std::vector<std::vector<double>> cell;  // per g: jump lattice masses, largest 1
+    std::vector<int64_t> cell_first;        // per g: lattice index of cell[g][0]
+    std::vector<double> log_scale_cell;
     std::vector<double> log_lumped;  // log Pr[lumped | M = m]
-    std::vector<double> cell;  // tilted jump cells, largest 1, from lattice index cell_first
-    int64_t cell_first = 0;
-    double log_scale_cell = 0;
     std::vector<std::vector<double>> sums;
     std::vector<int64_t> firsts;
     std::vector<double> log_scales;

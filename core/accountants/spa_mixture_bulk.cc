@@ -69,6 +69,28 @@ std::vector<double> TiltGrid() {
   return grid;
 }
 
+// The law of one step of `plrv` given |Y| <= threshold on kBulkCells midpoint
+// cells (y, mass), mass normalised.
+void RestrictedCells(const Plrv& plrv, double threshold, std::vector<double>& y,
+                     std::vector<double>& mass) {
+  const double lo = std::max(-threshold, plrv.LossMin());
+  const double hi = std::min(threshold, plrv.LossMax());
+  if (!(hi > lo)) {
+    y = {lo};  // a point mass (the restriction is a single value)
+    mass = {1};
+    return;
+  }
+  const double h = (hi - lo) / kBulkCells;
+  double total = 0;
+  for (int i = 0; i < kBulkCells; ++i) {
+    const double a = lo + i * h, b = i + 1 == kBulkCells ? hi : a + h;
+    y.push_back(0.5 * (a + b));
+    mass.push_back(CellMass(plrv, a, b));
+    total += mass.back();
+  }
+  for (double& m : mass) m /= total;  // the law given |Y| <= c
+}
+
 }  // namespace
 
 BulkCurve::BulkCurve(std::vector<double> x, std::vector<double> log_d, double log_mgf_minus1)
@@ -110,65 +132,62 @@ double BulkCurve::LogDelta(double x) const {
          (-2 * s3 + 3 * s2) * log_d_[i + 1] + (s3 - s2) * h * slope_[i + 1];
 }
 
-absl::StatusOr<MixtureBulk> MixtureBulk::Build(const Plrv& jumping, double threshold,
+absl::StatusOr<MixtureBulk> MixtureBulk::Build(std::span<const RestrictedStep> jumping,
                                                std::span<const BulkTerm> rest,
                                                BulkEstimator estimator,
                                                const Deadline& deadline) {
   MixtureBulk bulk;
   bulk.estimator_ = estimator;
-  const double lo = std::max(-threshold, jumping.LossMin());
-  const double hi = std::min(threshold, jumping.LossMax());
-  std::vector<double> y, mass;
-  if (hi > lo) {
-    const double h = (hi - lo) / kBulkCells;
-    double total = 0;
-    for (int i = 0; i < kBulkCells; ++i) {
-      const double a = lo + i * h, b = i + 1 == kBulkCells ? hi : a + h;
-      y.push_back(0.5 * (a + b));
-      mass.push_back(CellMass(jumping, a, b));
-      total += mass.back();
-    }
-    for (double& m : mass) m /= total;  // the law given |Y| <= c
-  } else {
-    y.push_back(lo);  // a point mass (the restriction is a single value)
-    mass.push_back(1);
+  std::vector<std::vector<double>> ys(jumping.size()), masses(jumping.size());
+  for (size_t g = 0; g < jumping.size(); ++g) {
+    RestrictedCells(*jumping[g].plrv, jumping[g].threshold, ys[g], masses[g]);
   }
-  auto rest_at = [&](double t) -> absl::StatusOr<Cumulants> {
-    Cumulants r{0, 0, 0, 0, 0};
+  auto rest_at = [&](double t) -> absl::StatusOr<std::array<double, 5>> {
+    std::array<double, 5> r{0, 0, 0, 0, 0};
     for (const BulkTerm& term : rest) {
       absl::StatusOr<TiltedMoments> m = term.plrv->Tilted(t);
       if (!m.ok()) return m.status();
-      r.k += term.count * m->k;
-      r.k1 += term.count * m->k1;
-      r.k2 += term.count * m->k2;
-      r.k3 += term.count * m->k3;
-      r.k4 += term.count * m->k4;
+      r[0] += term.count * m->k;
+      r[1] += term.count * m->k1;
+      r[2] += term.count * m->k2;
+      r[3] += term.count * m->k3;
+      r[4] += term.count * m->k4;
     }
     return r;
   };
   for (double t : TiltGrid()) {
     if (absl::Status s = deadline.Check("conditioned mixture: bulk cumulants"); !s.ok()) return s;
-    const Cumulants b = CellCumulants(y, mass, t);
-    absl::StatusOr<Cumulants> r = rest_at(t);
+    absl::StatusOr<std::array<double, 5>> r = rest_at(t);
     if (!r.ok()) continue;  // beyond where the rest has finite cumulants
-    bulk.rows_.push_back({t, b.k, b.k1, b.k2, b.k3, b.k4, r->k, r->k1, r->k2, r->k3, r->k4});
+    Row row{t, {}, *r};
+    for (size_t g = 0; g < jumping.size(); ++g) {
+      const Cumulants b = CellCumulants(ys[g], masses[g], t);
+      row.kb.push_back({b.k, b.k1, b.k2, b.k3, b.k4});
+    }
+    bulk.rows_.push_back(std::move(row));
   }
   if (bulk.rows_.empty()) {
     return absl::InternalError("conditioned mixture: no tilt with finite bulk cumulants");
   }
-  bulk.kb_minus1_ = CellCumulants(y, mass, -1).k;
-  absl::StatusOr<Cumulants> r = rest_at(-1);
-  bulk.kr_minus1_ = r.ok() ? r->k : 0;
+  for (size_t g = 0; g < jumping.size(); ++g) {
+    bulk.kb_minus1_.push_back(CellCumulants(ys[g], masses[g], -1).k);
+  }
+  absl::StatusOr<std::array<double, 5>> r = rest_at(-1);
+  bulk.kr_minus1_ = r.ok() ? (*r)[0] : 0;
   return bulk;
 }
 
-BulkCurve MixtureBulk::ForCount(double n) const {
-  const double k_minus1 = n * kb_minus1_ + kr_minus1_;
+BulkCurve MixtureBulk::ForCount(std::span<const double> counts) const {
+  double k_minus1 = kr_minus1_;
+  for (size_t g = 0; g < counts.size(); ++g) k_minus1 += counts[g] * kb_minus1_[g];
   std::vector<double> xs, log_ds;
   for (const Row& row : rows_) {
     const double t = row.t;
-    const double k = n * row.kb + row.kr, x = n * row.kb1 + row.kr1;
-    const double k2 = n * row.kb2 + row.kr2;
+    std::array<double, 5> c = row.kr;  // K and its first four derivatives, of the bulk sum
+    for (size_t g = 0; g < counts.size(); ++g) {
+      for (size_t i = 0; i < 5; ++i) c[i] += counts[g] * row.kb[g][i];
+    }
+    const double k = c[0], x = c[1], k2 = c[2];
     if (!(k2 > 0) || !std::isfinite(k) || !std::isfinite(x)) continue;
     if (!xs.empty() && !(x > xs.back())) continue;
     const double s = std::sqrt(k2);
@@ -177,8 +196,7 @@ BulkCurve MixtureBulk::ForCount(double n) const {
       // SP-CLT at the saddle (gamma = 0): e^{K - t x} E[theta_t(Z)], Z ~ N(0, K'').
       log_d = k - t * x + LogMillsRatio(t * s) + LogMillsRatioGap(t * s, (t + 1) * s) - kHalfLog2Pi;
       if (estimator_ == BulkEstimator::kEw2 && t > 0) {
-        const double k3 = n * row.kb3 + row.kr3, k4 = n * row.kb4 + row.kr4;
-        const double f = SpaEw2Factor(t, s, 0, k3 / (s * s * s), k4 / (k2 * k2));
+        const double f = SpaEw2Factor(t, s, 0, c[3] / (s * s * s), c[4] / (k2 * k2));
         if (std::isfinite(f) && f > 0) log_d += std::log(f);
       }
     } else {

@@ -1,7 +1,7 @@
 // The bulk of the conditioned mixture (docs/conditioned_mixture.md): the sum B of
-// n steps of ONE Poisson-subsampled mechanism with their loss restricted to
-// |Y| <= c (the "bulk" law P(. | |Y| <= c)), plus every other mechanism of the
-// ledger in full, and its delta functional
+// n_g steps of each Poisson-subsampled mechanism g with their loss restricted to
+// |Y_g| <= c_g (the "bulk" law P(. | |Y_g| <= c_g)), plus every other mechanism of
+// the ledger in full, and its delta functional
 //   D_n(x) = E[(1 - e^{x - B})_+]
 // by the saddle-point approximation (SP-CLT, spa.md 4.3; optionally the tilted
 // second-order Edgeworth correction SP-EW2, spa.md 4.4).
@@ -24,6 +24,7 @@
 // Thread safety: immutable after Build.
 #pragma once
 
+#include <array>
 #include <span>
 #include <vector>
 
@@ -41,7 +42,13 @@ struct BulkTerm {
   double count;
 };
 
-// log D_n on an increasing grid of x, for one count n.
+// A subsampled mechanism whose steps enter the bulk restricted to |Y| <= threshold.
+struct RestrictedStep {
+  const Plrv* plrv;
+  double threshold;
+};
+
+// log D_n on an increasing grid of x, for one vector of counts n.
 class BulkCurve {
  public:
   BulkCurve(std::vector<double> x, std::vector<double> log_d, double log_mgf_minus1);
@@ -59,25 +66,27 @@ class BulkCurve {
 
 class MixtureBulk {
  public:
-  // `jumping`: the subsampled mechanism, restricted to |Y| <= threshold; `rest`:
-  // the other mechanisms. Errors: DEADLINE_EXCEEDED, INTERNAL when no tilt of the
-  // grid gives finite cumulants.
-  static absl::StatusOr<MixtureBulk> Build(const Plrv& jumping, double threshold,
+  // `jumping`: the subsampled mechanisms, each restricted to |Y| <= its
+  // threshold; `rest`: the other mechanisms. Errors: DEADLINE_EXCEEDED, INTERNAL
+  // when no tilt of the grid gives finite cumulants.
+  static absl::StatusOr<MixtureBulk> Build(std::span<const RestrictedStep> jumping,
                                            std::span<const BulkTerm> rest,
                                            BulkEstimator estimator, const Deadline& deadline);
 
-  // The curve of n restricted steps of `jumping` plus the rest.
-  BulkCurve ForCount(double n) const;
+  // The curve of counts[g] restricted steps of jumping[g] (each g) plus the rest.
+  BulkCurve ForCount(std::span<const double> counts) const;
 
  private:
-  // Per tilt: cumulants K..K'''' of one restricted step (b) and of the rest (r).
+  // Per tilt: cumulants K..K'''' of one restricted step of each mechanism (b,
+  // 5 per mechanism) and of the rest (r).
   struct Row {
     double t;
-    double kb, kb1, kb2, kb3, kb4;
-    double kr, kr1, kr2, kr3, kr4;
+    std::vector<std::array<double, 5>> kb;
+    std::array<double, 5> kr;
   };
   std::vector<Row> rows_;
-  double kb_minus1_ = 0, kr_minus1_ = 0;  // K(-1) of a restricted step, of the rest
+  std::vector<double> kb_minus1_;  // K(-1) of a restricted step of each mechanism
+  double kr_minus1_ = 0;           // K(-1) of the rest
   BulkEstimator estimator_ = BulkEstimator::kClt;
 };
 

@@ -9,12 +9,27 @@
 namespace dpledger::core {
 namespace {
 
+// A direction's truncation is relative to this fraction of the other's estimate.
+constexpr double kOtherDirectionFraction = 1e-3;
+
 void Note(const ConditionedMixture& mix, const MixtureDelta& d,
           std::vector<AnswerDiagnostic>& diagnostics) {
   const std::string dir = mix.direction() == Direction::kRemove ? "remove_" : "add_";
   diagnostics.push_back({dir + "mixture_terms", static_cast<double>(d.terms)});
+  diagnostics.push_back({dir + "jump_mechanisms", static_cast<double>(mix.mechanisms())});
   diagnostics.push_back({dir + "truncated_mass", d.truncated_mass});
   diagnostics.push_back({dir + "jump_threshold", mix.threshold()});
+}
+
+// A mixture that gave up (RESOURCE_EXHAUSTED): the answer is the unconditioned
+// estimate, and the "conditioned" diagnostic says why.
+absl::StatusOr<std::optional<double>> GaveUp(const absl::Status& status,
+                                             std::vector<AnswerDiagnostic>& diagnostics) {
+  if (!absl::IsResourceExhausted(status)) return status;
+  for (AnswerDiagnostic& d : diagnostics) {
+    if (d.name == "conditioned") d.value = "no: " + std::string(status.message());
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -60,29 +75,32 @@ absl::StatusOr<bool> MixtureEstimate::Applies(std::span<const MechanismEvent> ev
   return true;
 }
 
-absl::StatusOr<double> MixtureEstimate::Delta(double epsilon, double log_floor,
-                                              const Deadline& deadline,
-                                              std::vector<AnswerDiagnostic>& diagnostics) const {
+absl::StatusOr<std::optional<double>> MixtureEstimate::Delta(
+    double epsilon, double log_floor, const Deadline& deadline,
+    std::vector<AnswerDiagnostic>& diagnostics) const {
   double estimate = 0;
   for (const ConditionedMixture* mix : active_) {
-    absl::StatusOr<MixtureDelta> d = mix->Delta(epsilon, deadline, log_floor);
-    if (!d.ok()) return d.status();
+    // The max over directions keeps the larger: a direction's terms far below the
+    // answer so far need no precision.
+    const double floor = std::max(log_floor, std::log(estimate) + std::log(kOtherDirectionFraction));
+    absl::StatusOr<MixtureDelta> d = mix->Delta(epsilon, deadline, floor);
+    if (!d.ok()) return GaveUp(d.status(), diagnostics);
     Note(*mix, *d, diagnostics);
     estimate = std::max(estimate, std::exp(d->log_delta));
   }
   return estimate;
 }
 
-absl::StatusOr<double> MixtureEstimate::Epsilon(double delta, double lo, double hi,
-                                                const Deadline& deadline,
-                                                std::vector<AnswerDiagnostic>& diagnostics) const {
+absl::StatusOr<std::optional<double>> MixtureEstimate::Epsilon(
+    double delta, double lo, double hi, const Deadline& deadline,
+    std::vector<AnswerDiagnostic>& diagnostics) const {
   // eps(delta) of the composed ledger is the max over directions.
   double estimate = lo;
   for (const ConditionedMixture* mix : active_) {
     absl::StatusOr<double> eps = mix->Epsilon(delta, lo, hi, deadline);
-    if (!eps.ok()) return eps.status();
-    absl::StatusOr<MixtureDelta> d = mix->Delta(*eps, deadline);
-    if (!d.ok()) return d.status();
+    if (!eps.ok()) return GaveUp(eps.status(), diagnostics);
+    absl::StatusOr<MixtureDelta> d = mix->Delta(*eps, deadline, std::log(delta));
+    if (!d.ok()) return GaveUp(d.status(), diagnostics);
     Note(*mix, *d, diagnostics);
     estimate = std::max(estimate, *eps);
   }

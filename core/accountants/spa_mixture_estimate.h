@@ -1,11 +1,17 @@
 // The conditioned estimate of a ledger (spa_mixture.h) over its neighbouring
 // directions, as the SPA and Edgeworth accountants use it: when it applies (one
-// distinct Poisson-subsampled mechanism, at most kMaxConditionedSampledSteps
-// expected sampled steps), the mixtures of both directions built on first use
-// and kept until the ledger changes, and the diagnostics saying which path
-// answered (issue 15 item 4): conditioned (yes / no: why), per direction
-// mixture_terms, truncated_mass (binomial mass left out, bounding what it adds),
-// jump_threshold.
+// to kMaxJumpingMechanisms distinct Poisson-subsampled mechanisms, at most
+// kMaxConditionedSampledSteps expected sampled steps), the mixtures of both
+// directions built on first use and kept until the ledger changes, and the
+// diagnostics saying which path answered (issue 15 item 4): conditioned (yes /
+// no: why), per direction mixture_terms (count vectors summed), jump_mechanisms,
+// truncated_mass (binomial mass left out, bounding what it adds), jump_threshold
+// (the smallest c_g).
+//
+// What is certified: nothing here. The number is an ESTIMATE (the bulk's
+// saddle point carries no error bound); the accountants keep their own
+// certified interval (SPA: Berry-Esseen + moments-accountant cap, spa.md 5; the
+// Edgeworth EEAI) and clamp this estimate into it.
 //
 // Thread safety: not thread-safe (like every Accountant).
 #pragma once
@@ -53,11 +59,16 @@ class MixtureEstimate {
                                const Deadline& deadline,
                                std::vector<AnswerDiagnostic>& diagnostics);
   // After Applies() returned true: the max over directions of the estimates
-  // (delta(eps); eps(delta) searched in [lo, hi]), with each direction's diagnostics.
-  absl::StatusOr<double> Delta(double epsilon, double log_floor, const Deadline& deadline,
-                               std::vector<AnswerDiagnostic>& diagnostics) const;
-  absl::StatusOr<double> Epsilon(double delta, double lo, double hi, const Deadline& deadline,
-                                 std::vector<AnswerDiagnostic>& diagnostics) const;
+  // (delta(eps); eps(delta) searched in [lo, hi]), with each direction's
+  // diagnostics; nullopt when the mixture cannot reach its truncation target in
+  // kMaxMixtureTerms totals (e.g. delta below double range), which then sets the
+  // "conditioned" diagnostic to "no: <why>" (callers keep the unconditioned one).
+  absl::StatusOr<std::optional<double>> Delta(double epsilon, double log_floor,
+                                              const Deadline& deadline,
+                                              std::vector<AnswerDiagnostic>& diagnostics) const;
+  absl::StatusOr<std::optional<double>> Epsilon(double delta, double lo, double hi,
+                                                const Deadline& deadline,
+                                                std::vector<AnswerDiagnostic>& diagnostics) const;
 
  private:
   std::array<std::optional<absl::StatusOr<std::shared_ptr<ConditionedMixture>>>, 2> mixtures_;

@@ -108,17 +108,98 @@ TEST(SpaMixture, LongSmallQLedgerInsidePldInterval) {
   EXPECT_LE(d->estimate, 1.3521252754692963e-20);
 }
 
-TEST(SpaMixture, LedgersWithoutOneSubsampledMechanismAreNotConditioned) {
+// Issue 15 item 2, heterogeneous ledgers: several distinct subsampled mechanisms
+// (and plain Gaussian steps, q = 1) are conditioned on the vector of jump counts.
+// References: scripts/hetero_reference_values.py (numpy, independent; max over
+// both directions, Richardson accuracy in the comment) and the PLD accountant's
+// certified bracket (`dpledger account --accountant pld --pld-precision 1e-4`).
+struct Part {
+  double sigma, q;  // q = 1: a plain Gaussian step
+  int64_t count;
+};
+struct HeteroRow {
+  const char* name;
+  std::vector<Part> parts;
+  bool epsilon_query;  // eps(value) when true, else delta(value)
+  double value, reference, pld_lower, pld_upper;
+};
+
+std::vector<HeteroRow> HeteroRows() {
+  const std::vector<Part> h1 = {{1, 1e-3, 1000}, {0.8, 2e-3, 500}};
+  const std::vector<Part> h2 = {{1, 1e-4, 10000}, {0.7, 1e-4, 5000}, {30, 1, 10}};
+  const std::vector<Part> h3 = {{1, 0.01, 1000}, {1.5, 0.01, 2000}};
+  const std::vector<Part> h4 = {{2, 0.1, 200}, {1, 0.01, 500}, {20, 1, 20}};
+  const std::vector<Part> h5 = {{1, 0.1, 100}, {1, 1e-3, 2000}};
+  return {
+      {"H1", h1, false, 1.0, 2.249700279e-07, 2.2492681e-07, 2.2497619e-07},  // +- 4e-12
+      {"H1", h1, true, 1e-9, 1.899940997, 1.8999171, 1.8999550},             // +- 2e-6
+      // PLD stops at its grid cap here (2% wide); numpy +- 3.4e-10 (0.6%).
+      {"H2", h2, false, 0.5, 5.808207448e-08, 5.6882154e-08, 5.8089065e-08},
+      {"H2", h2, true, 1e-12, 1.62828414, 1.6275903, 1.6283065},             // +- 2.3e-5
+      {"H3", h3, false, 2.0, 6.407835593e-05, 6.4077082e-05, 6.4079231e-05},  // +- 1.7e-9
+      {"H3", h3, true, 1e-5, 2.287550335, 2.2874946, 2.2875793},             // +- 4.7e-6
+      {"H4", h4, false, 1.5, 0.02530583261, 0.025305505, 0.025306144},       // +- 2.7e-8
+      {"H4", h4, true, 1e-9, 5.50204877, 5.5019903, 5.5020743},              // +- 1e-6
+      {"H5", h5, false, 2.0, 0.07297940481, 0.072978939, 0.072979875},       // +- 7.5e-8
+      {"H5", h5, true, 1e-12, 13.37508533, 13.375065, 13.375098},            // +- 1.7e-6
+  };
+}
+
+TEST(SpaMixture, HeterogeneousLedgersWithinOnePercentOfIndependentReferences) {
+  for (const HeteroRow& r : HeteroRows()) {
+    {
+      SCOPED_TRACE(std::string(r.name) + (r.epsilon_query ? " eps" : " delta"));
+      absl::StatusOr<std::unique_ptr<Accountant>> a = CreateSpaAccountant();
+      ASSERT_TRUE(a.ok());
+      for (const Part& p : r.parts) {
+        absl::StatusOr<Mechanism> m = p.q < 1 ? Mechanism::SubsampledGaussian(p.sigma, p.q)
+                                              : Mechanism::Gaussian(p.sigma);
+        ASSERT_TRUE(m.ok());
+        ASSERT_TRUE((*a)->Compose(*m, p.count).ok());
+      }
+      double lower, estimate, upper;
+      if (r.epsilon_query) {
+        absl::StatusOr<EpsilonBound> e = (*a)->EpsilonForDelta(r.value);
+        ASSERT_TRUE(e.ok()) << e.status();
+        lower = e->lower;
+        estimate = e->estimate;
+        upper = e->guarantee == Guarantee::kCertified ? e->upper : kInf;
+      } else {
+        absl::StatusOr<DeltaBound> d = (*a)->DeltaForEpsilon(r.value);
+        ASSERT_TRUE(d.ok()) << d.status();
+        lower = d->lower;
+        estimate = d->estimate;
+        upper = d->guarantee == Guarantee::kCertified ? d->upper : kInf;
+      }
+      EXPECT_NEAR(estimate / r.reference, 1, 0.01) << estimate;
+      // The certified interval (the unconditioned one) contains PLD's bracket.
+      EXPECT_LE(lower, r.pld_lower);
+      EXPECT_GE(upper, r.pld_upper);
+      EXPECT_EQ(Diagnostic(**a, "conditioned"), "yes");
+      EXPECT_EQ(Diagnostic(**a, "remove_jump_mechanisms"), "2.000000");
+      EXPECT_NE(Diagnostic(**a, "add_truncated_mass"), "");
+    }
+  }
+}
+
+TEST(SpaMixture, LedgersWithoutSubsampledMechanismsOrWithTooManyAreNotConditioned) {
   std::vector<MechanismEvent> gaussian = {{*Mechanism::Gaussian(1), 10}};
   EXPECT_EQ(ConditionedMixture::Build(gaussian, Direction::kRemove, BulkEstimator::kEw2, {})
                 .status()
                 .code(),
             absl::StatusCode::kFailedPrecondition);
-  std::vector<MechanismEvent> two = {{*Mechanism::SubsampledGaussian(1, 0.01), 10},
-                                     {*Mechanism::SubsampledGaussian(2, 0.01), 10}};
+  std::vector<MechanismEvent> many;
+  for (int i = 0; i <= kMaxJumpingMechanisms; ++i) {
+    many.push_back({*Mechanism::SubsampledGaussian(1 + 0.1 * i, 0.01), 10});
+  }
   EXPECT_EQ(
-      ConditionedMixture::Build(two, Direction::kRemove, BulkEstimator::kEw2, {}).status().code(),
+      ConditionedMixture::Build(many, Direction::kRemove, BulkEstimator::kEw2, {}).status().code(),
       absl::StatusCode::kFailedPrecondition);
+  many.pop_back();
+  absl::StatusOr<std::unique_ptr<ConditionedMixture>> four =
+      ConditionedMixture::Build(many, Direction::kRemove, BulkEstimator::kEw2, {});
+  ASSERT_TRUE(four.ok()) << four.status();
+  EXPECT_EQ((*four)->mechanisms(), kMaxJumpingMechanisms);
 }
 
 }  // namespace
