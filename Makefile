@@ -31,9 +31,12 @@ bench: build
 # Sanitizer suites (issue 16), each in its own folder, built by clang when it is there (it
 # compiles faster than GCC, and the ASan build then also holds the fuzz targets: one build
 # for both), else by the default compiler. -O1 keeps them fast enough for CI.
-#   make check-asan   AddressSanitizer + UndefinedBehaviorSanitizer, the whole suite
-#   make check-tsan   ThreadSanitizer on server/, client/ and tests/ (core/ computes on the
-#                     caller's thread; its unit tests are left to the ASan suite)
+#   make check-asan   AddressSanitizer + UndefinedBehaviorSanitizer, the whole suite but the
+#                     core/ tests in scripts/asan_slow_tests.txt (too slow under ASan; they
+#                     run in make test; CHECK_ALL=1 runs them too)
+#   make check-tsan   ThreadSanitizer on server/, client/ and tests/ (core/'s own threads, MC's
+#                     ParallelFor and PLD's two directions, run there under the server's PLD
+#                     and MC queries; core/'s unit tests are left to the ASan suite)
 # CHECK_ARGS passes extra ctest arguments, e.g. CHECK_ARGS='-R Stream'.
 SAN_CMAKE = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -g1' \
 	-DDPLEDGER_BUILD_BENCH=OFF -DDPLEDGER_ENABLE_CUDA=OFF

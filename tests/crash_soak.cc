@@ -14,7 +14,9 @@
 //     the stored ledger's steps gives the server's Spent (analytic is exact for Gaussians).
 //
 // Each round: clients run; after a random delay (seeded) the server is SIGKILLed, restarted
-// after a random pause, clients are paused (every update they sent resolved: acknowledged
+// after a random pause (in --recovery-kills percent of the rounds it is first killed again
+// 0-MAX ms into its restart, while it opens, checks or replays the store, and restarted once
+// more), clients are paused (every update they sent resolved: acknowledged
 // or refused, retrying through the restart), and the checks run. A job's budget holds a few
 // hundred updates, so jobs fill up (refusals) and clients move on to new ones.
 // The kill schedule is reproducible from --seed; client interleavings are not.
@@ -64,6 +66,8 @@ struct Options {
   int clients = 4;
   uint64_t seed = 1;
   int min_run_ms = 30, max_run_ms = 400;  // clients run this long before a kill
+  int recovery_kill_percent = 50;          // rounds whose restart is itself killed ...
+  int max_recovery_kill_ms = 300;          // ... this long (at most) into its start-up
   bool json = false;
 };
 
@@ -81,7 +85,7 @@ struct JobRecord {
 };
 
 struct Figures {
-  int kills = 0, rounds_checked = 0, jobs = 0;
+  int kills = 0, recovery_kills = 0, rounds_checked = 0, jobs = 0;
   int64_t acknowledged = 0, refused = 0, lost = 0, double_charged = 0, overspent = 0;
   int64_t offline_mismatch = 0, integrity_failures = 0, reconnects = 0, retried_calls = 0;
   std::vector<std::string> violations;  // the first few, for the report
@@ -436,6 +440,11 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       ok = absl::SimpleAtoi(v, &o.clients) && o.clients >= 1 && o.clients <= 64;
     } else if (flag == "--seed") {
       ok = absl::SimpleAtoi(v, &o.seed);
+    } else if (flag == "--recovery-kills") {
+      ok = absl::SimpleAtoi(v, &o.recovery_kill_percent) && o.recovery_kill_percent >= 0 &&
+           o.recovery_kill_percent <= 100;
+    } else if (flag == "--max-recovery-kill-ms") {
+      ok = absl::SimpleAtoi(v, &o.max_recovery_kill_ms) && o.max_recovery_kill_ms >= 0;
     } else if (flag == "--max-run-ms") {
       ok = absl::SimpleAtoi(v, &o.max_run_ms) && o.max_run_ms >= o.min_run_ms;
     } else {
@@ -453,7 +462,8 @@ int Main(int argc, char** argv) {
   Options o;
   if (!ParseOptions(argc, argv, o)) {
     std::cerr << "usage: dpledger_crash_soak [--store sqlite|postgres] [--kills N] "
-                 "[--clients N] [--seed S] [--max-run-ms MS] [--json]\n";
+                 "[--clients N] [--seed S] [--max-run-ms MS] [--recovery-kills PERCENT] "
+                 "[--max-recovery-kill-ms MS] [--json]\n";
     return 2;
   }
   TempDir dir;
@@ -503,14 +513,29 @@ int Main(int argc, char** argv) {
         std::uniform_int_distribution<int>(o.min_run_ms, o.max_run_ms)(rng)));
     server.Kill9();
     ++f.kills;
-    if (o.store == "sqlite") {
+    auto check_files = [&](const char* when) {
+      if (o.store != "sqlite") return;
       if (const std::string r = SqliteIntegrity(db_path); r != "ok") {
         ++f.integrity_failures;
-        f.Violation(absl::StrFormat("kill %d: integrity_check: %s", f.kills, r));
+        f.Violation(absl::StrFormat("kill %d%s: integrity_check: %s", f.kills, when, r));
       }
-    }
+    };
+    check_files("");
     std::this_thread::sleep_for(
         std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 100)(rng)));
+    // A crash during recovery: the restart is killed while it opens, checks (--full-
+    // integrity-check) or replays (--replay-ledger) the store, or just after it serves.
+    if (o.recovery_kill_percent > 0 &&
+        std::uniform_int_distribution<int>(0, 99)(rng) < o.recovery_kill_percent) {
+      const int after_ms = std::uniform_int_distribution<int>(0, o.max_recovery_kill_ms)(rng);
+      if (absl::Status s = server.Launch(); !s.ok()) {
+        f.Violation(absl::StrFormat("launch after kill %d: %s", f.kills, s.ToString()));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+      server.Kill9();
+      ++f.recovery_kills;
+      check_files(" (during recovery)");
+    }
     if (absl::Status s = server.Start(); !s.ok()) {
       // The server's own start-up checks (integrity, chain, replay) refused the store.
       ++f.integrity_failures;
@@ -560,6 +585,7 @@ int Main(int argc, char** argv) {
                         {"seed", o.seed},
                         {"clients", o.clients},
                         {"kills", f.kills},
+                        {"recovery_kills", f.recovery_kills},
                         {"rounds_checked", f.rounds_checked},
                         {"jobs", f.jobs},
                         {"acknowledged", f.acknowledged},
@@ -578,11 +604,11 @@ int Main(int argc, char** argv) {
     std::cout << out.dump() << "\n";
   } else {
     std::cout << absl::StrFormat(
-        "crash soak (%s, seed %d, %d clients): %d kills, %d jobs, %d updates acknowledged, %d "
-        "refused; lost %d, double-charged %d, overspent %d, offline mismatches %d, integrity "
-        "failures %d (%.1f s)\n",
-        o.store, o.seed, o.clients, f.kills, f.jobs, f.acknowledged, f.refused, f.lost,
-        f.double_charged, f.overspent, f.offline_mismatch, f.integrity_failures, seconds);
+        "crash soak (%s, seed %d, %d clients): %d kills (and %d during recovery), %d jobs, %d "
+        "updates acknowledged, %d refused; lost %d, double-charged %d, overspent %d, offline "
+        "mismatches %d, integrity failures %d (%.1f s)\n",
+        o.store, o.seed, o.clients, f.kills, f.recovery_kills, f.jobs, f.acknowledged, f.refused,
+        f.lost, f.double_charged, f.overspent, f.offline_mismatch, f.integrity_failures, seconds);
   }
   for (const std::string& v : f.violations) std::cerr << "VIOLATION: " << v << "\n";
   return ok ? 0 : 1;

@@ -155,7 +155,13 @@ absl::Status ServerProcess::Start() {
   return last;
 }
 
-absl::Status ServerProcess::StartOnce() {
+absl::Status ServerProcess::Launch() {
+  if (running()) return absl::FailedPreconditionError("server already running");
+  if (port_ == 0) return absl::FailedPreconditionError("Launch restarts: call Start first");
+  return StartOnce(/*wait_until_serving=*/false);
+}
+
+absl::Status ServerProcess::StartOnce(bool wait_until_serving) {
   const std::vector<std::string> argv = Argv();
   const std::vector<char*> cargv = CArgv(argv);
   const Environment env;
@@ -175,6 +181,7 @@ absl::Status ServerProcess::StartOnce() {
   }
   close(log_fd);
   pid_ = pid;
+  if (!wait_until_serving) return absl::OkStatus();
 
   auto probe_client = client::Client::Create([&] {
     client::ClientOptions o = ClientOptionsFor();

@@ -67,6 +67,9 @@ class ServerProcess {
   // start picks free ports (retrying a few times if the server cannot bind);
   // restarts reuse them so clients reconnect to the same address.
   absl::Status Start();
+  // Restarts dpledgerd on the same ports without waiting for it to serve: it may still be
+  // opening, checking or replaying its store (a crash during recovery when Kill9 follows).
+  absl::Status Launch();
   // Sends `sig` (e.g. SIGHUP: reload) to the running server.
   void Signal(int sig);
   // SIGKILL and reap: a crash at an arbitrary point.
@@ -86,7 +89,7 @@ class ServerProcess {
   client::ClientOptions ClientOptionsFor() const;
 
  private:
-  absl::Status StartOnce();
+  absl::Status StartOnce(bool wait_until_serving = true);
   std::vector<std::string> Argv() const;
 
   ServerConfig config_;
