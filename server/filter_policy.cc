@@ -137,13 +137,15 @@ absl::StatusOr<AdmitDecision> FilterPolicy::Admit(std::span<const UpdateSteps> r
     const double left =
         ctx.max_seconds -
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (left <= 0) {
-      return absl::DeadlineExceededError(absl::StrFormat(
-          "admission ran past its %g s (the call's deadline or --query-max-seconds)",
-          ctx.max_seconds));
-    }
+    if (left <= 0) return absl::DeadlineExceededError("no time left");
     acc.SetQueryTimeCap(left);
     return absl::OkStatus();
+  };
+  // Every way out of time names the admission's cap first, then where it stopped.
+  auto out_of_time = [&](const absl::Status& s) {
+    return absl::DeadlineExceededError(
+        absl::StrFormat("admission ran past its %g s (the call's deadline or --query-max-seconds): %s",
+                        ctx.max_seconds, s.message()));
   };
   // 1. The updates that follow the plan and that the accountant can compose, in order; the
   //    first that does not stops the run.
@@ -163,9 +165,9 @@ absl::StatusOr<AdmitDecision> FilterPolicy::Admit(std::span<const UpdateSteps> r
       }
     }
     for (const core::MechanismEvent& e : run[m]) {
-      if (absl::Status s = cap(*full); !s.ok()) return s;
+      if (absl::Status s = cap(*full); !s.ok()) return out_of_time(s);
       if (absl::Status s = full->Compose(e); !s.ok()) {
-        if (s.code() == absl::StatusCode::kDeadlineExceeded) return s;
+        if (s.code() == absl::StatusCode::kDeadlineExceeded) return out_of_time(s);
         stop_error = Unsupported(s);
         break;
       }
@@ -209,7 +211,12 @@ absl::StatusOr<AdmitDecision> FilterPolicy::Admit(std::span<const UpdateSteps> r
         if (b.status().code() == absl::StatusCode::kDeadlineExceeded) return b.status();
         return JudgeBound(b, nullptr).fits;
       });
-  if (!admitted.ok()) return admitted.status();
+  if (!admitted.ok()) {
+    if (admitted.status().code() == absl::StatusCode::kDeadlineExceeded) {
+      return out_of_time(admitted.status());
+    }
+    return admitted.status();
+  }
   d.admitted = static_cast<int>(*admitted);
   if (d.admitted < m) {
     // Only the refusal that is reported is explained (the search judges many prefixes).

@@ -22,7 +22,6 @@ int64_t NowMs() {
       .count();
 }
 
-constexpr int kLoadPage = 10000;
 constexpr std::string_view kPageTokenPrefix = "after:";
 
 }  // namespace
