@@ -7,6 +7,7 @@
 #include "core/accountants/spa_ledger_cgf.h"
 #include "core/mc/mc_step.h"
 #include "core/mc/tilt_choice.h"
+#include "core/mc/truncated_loss_tilt.h"
 #include "core/plrv/plrv.h"
 #include "core/util/log_math.h"
 
@@ -204,6 +205,7 @@ absl::StatusOr<MixtureChoice> ChooseMixture(std::span<const MechanismEvent> even
       }
     }
   }
+  if (direction == Direction::kRemove) out.second = ChooseTruncatedLossTilt(events, epsilon);
   return out;
 }
 
