@@ -470,7 +470,13 @@ class McAccountant final : public Accountant {
     if (center_steps_ == num_steps() && center_delta_ == delta) return center_;
     SpaLedgerCgf cgf(Direction::kRemove);
     cgf.SetLedger(events());
+    // The SPA's tilt solves on extreme mechanisms (sigma 1e-3) can take tens of
+    // seconds: they stop at the query's deadline, and the centre is then the RDP
+    // guess (which stops there too), not cached, so a later query without a cap
+    // gets the SPA centre again.
+    cgf.SetDeadline(deadline());
     auto e = SpaEpsilonForDelta(cgf, delta, SpaEstimator::kClt);
+    if (!e.ok() && e.status().code() == absl::StatusCode::kDeadlineExceeded) return RdpGuess(delta);
     center_ = e.ok() && e->estimate > 0 && std::isfinite(e->estimate) ? e->estimate
                                                                       : RdpGuess(delta);
     center_steps_ = num_steps();

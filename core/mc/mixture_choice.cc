@@ -205,7 +205,13 @@ absl::StatusOr<MixtureChoice> ChooseMixture(std::span<const MechanismEvent> even
       }
     }
   }
-  if (direction == Direction::kRemove) out.second = ChooseTruncatedLossTilt(events, epsilon);
+  if (direction == Direction::kRemove) {
+    TruncatedPair pair = ChooseTruncatedPair(events, epsilon, *lambda_eps);
+    if (!pair.b.empty()) {
+      out.mixes = std::move(pair.a);
+      out.second = std::move(pair.b);
+    }
+  }
   return out;
 }
 

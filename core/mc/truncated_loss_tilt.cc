@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/mc/loss_tilt.h"
+#include "core/mc/mc_step.h"
 #include "core/util/log_math.h"
 
 namespace dpledger::core::mc {
@@ -56,22 +58,31 @@ McMix TruncatedLossTilt(double sigma, double q, double lambda, int top) {
   return mix;
 }
 
-std::vector<McMix> ChooseTruncatedLossTilt(std::span<const MechanismEvent> events,
-                                           double epsilon) {
-  if (events.empty() || !(epsilon > 0) || !std::isfinite(epsilon)) return {};
+TruncatedPair ChooseTruncatedPair(std::span<const MechanismEvent> events, double epsilon,
+                                  double saddle_lambda) {
+  TruncatedPair out;
+  if (events.empty() || !(epsilon > 0) || !std::isfinite(epsilon)) return out;
   std::vector<int> top(events.size());
   int max_top = 1;
+  double dropped = 0, total_steps = 0;
+  const double order = std::clamp(std::ceil(saddle_lambda), 1.0, double{kMaxLossTiltOrder});
   for (size_t i = 0; i < events.size(); ++i) {
     const Mechanism& m = events[i].mechanism;
     const double s = m.normalized_noise(), q = m.sampling_rate();
     if (m.kind() != MechanismKind::kSubsampledGaussian || !(q < 1) || !std::isfinite(s * s)) {
-      return {};
+      return out;
     }
     int t = 1;
     while (t + 1 < kMaxMixComponents && StepLoss(s, q, t + 1) <= epsilon) ++t;
     top[i] = t;
     max_top = std::max(max_top, t);
+    auto exact = MakeLossTilt(m, order, i);
+    if (!exact.ok()) return out;
+    const double count = static_cast<double>(events[i].count);
+    if (t + 1 < exact->num) dropped += count * (1 - exact->cum[t]);
+    total_steps += count;
   }
+  if (!(dropped > kMaxDroppedSteps)) return out;
   // Total mean loss under the truncated tilts at lambda: increasing in lambda.
   auto total = [&](double lambda) {
     double sum = 0;
@@ -88,14 +99,29 @@ std::vector<McMix> ChooseTruncatedLossTilt(std::span<const MechanismEvent> event
     lo = hi;
   } else if (total(lo) < epsilon) {
     for (int it = 0; it < kBisections && hi - lo > 1e-6 * hi; ++it) {
-      const double mid = std::sqrt(std::max(lo, 1e-3) * hi);  // geometric: lambda spans decades
+      const double mid = std::sqrt(std::max(lo, 1e-3) * hi);  // lambda spans decades
       (total(mid) < epsilon ? lo : hi) = mid;
     }
   }
-  std::vector<McMix> out;
+  const double alpha = std::min(0.5, 1 / total_steps);
   for (size_t i = 0; i < events.size(); ++i) {
     const Mechanism& m = events[i].mechanism;
-    out.push_back(TruncatedLossTilt(m.normalized_noise(), m.sampling_rate(), lo, top[i]));
+    const double s = m.normalized_noise(), q = m.sampling_rate();
+    out.b.push_back(TruncatedLossTilt(s, q, lo, top[i]));
+    const int bulk_top = std::min(2, top[i]);
+    McMix a = TruncatedLossTilt(s, q, std::max(lo / 4, bulk_top - 1.0), bulk_top);
+    // The far component, appended: pi_k (1 - alpha) for the bulk, alpha for it.
+    double cum = 0;
+    for (int k = 0; k < a.num; ++k) {
+      a.log_pi[k] += std::log1p(-alpha);
+      cum += std::exp(a.log_pi[k]);
+      a.cum[k] = cum;
+    }
+    a.log_pi[a.num] = std::log(alpha);
+    a.mean[a.num] = TiltTStar(s, q, epsilon);
+    a.cum[a.num] = 1;
+    ++a.num;
+    out.a.push_back(a);
   }
   return out;
 }
