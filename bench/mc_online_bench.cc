@@ -3,7 +3,8 @@
 // answer compared with PLD's (precision 1e-4, certified width ~1e-5 relative).
 //
 //   BM_McOnline/paths/every/mixture: one accountant (seed 7, num_samples = paths;
-//   mixture 0: the default estimator choice, 1: the tilt_mixture estimator), a query
+//   mixture 0: the default estimator choice, 1: the tilt_mixture estimator, 2: it with
+//   one ladder rung instead of three), a query
 //   every `every` steps up to 1e4. Counters:
 //   max_rel_error = max over checkpoints of |estimate - pld| / pld, intervals_holding
 //   = checkpoints whose reported 95% interval contains PLD's estimate (of
@@ -45,7 +46,8 @@ void BM_McOnline(benchmark::State& state) {
   McAccountantOptions o;
   o.num_samples = state.range(0);
   o.seed = 7;
-  if (state.range(2) == 1) o.estimator = McAccountantEstimator::kTiltMixture;
+  if (state.range(2) >= 1) o.estimator = McAccountantEstimator::kTiltMixture;
+  if (state.range(2) == 2) o.ladder_rungs = 1;
   for (auto _ : state) {
     auto pld = CreatePldAccountant(po);
     auto mc = CreateMcAccountant(o);
@@ -88,7 +90,7 @@ void BM_McOnline(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_McOnline)
-    ->ArgsProduct({{10000, 100000}, {500, 1000}, {0, 1}})
+    ->ArgsProduct({{10000, 100000}, {500, 1000}, {0, 1, 2}})
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 
