@@ -82,7 +82,7 @@ TruncatedPair ChooseTruncatedPair(std::span<const MechanismEvent> events, double
     if (t + 1 < exact->num) dropped += count * (1 - exact->cum[t]);
     total_steps += count;
   }
-  if (!(dropped > kMaxDroppedSteps)) return out;
+  if (!(dropped > kMaxDroppedSteps) || total_steps < kMinPairSteps) return out;
   // Total mean loss under the truncated tilts at lambda: increasing in lambda.
   auto total = [&](double lambda) {
     double sum = 0;
