@@ -10,6 +10,7 @@
 #include "core/mc/mc_estimate.h"
 #include "core/mc/mc_test_support.h"
 #include "core/mc/mixture_choice.h"
+#include "core/mc/sample_pool.h"
 #include "gtest/gtest.h"
 
 namespace dpledger::core {
@@ -96,6 +97,48 @@ TEST(MixturePair, Issue14UnbiasedAtTheTail) {
   EXPECT_NEAR(e.delta_hat, 1e-9, kZ * e.std_error);
   EXPECT_LT(e.std_error, 0.2 * e.delta_hat);
   EXPECT_GT(e.ess, 100);
+}
+
+TEST(MixturePair, PairedPoolIsDeterministicOnlineAndItsWeightsAverageOne) {
+  // A 300-step ledger at epsilon 0.3 is in the pair's regime; appending 100 + 200 steps
+  // or all 300, and growing 1000 -> 3000 paths, give bit-identical paths, and the
+  // balance-heuristic weights average 1 (E_g[p/g] = 1) within kZ SE.
+  const MechanismEvent sg = Event(Mechanism::SubsampledGaussian(1.0, 1e-3), 300);
+  const std::vector<MechanismEvent> ledger = {sg};
+  auto choice = mc::ChooseMixture(ledger, 0.3, Direction::kRemove);
+  ASSERT_TRUE(choice.ok()) << choice.status();
+  ASSERT_EQ(choice->second.size(), 1u);
+  const SamplePoolOptions o{.estimator = McEstimator::kTiltMixture, .num_paths = 3000,
+                            .seed = 5, .target_epsilon = 0.3, .tilt_ledger = ledger,
+                            .backend = McBackend::kCpu};
+  auto batch = CreateSamplePool(o);
+  auto online = CreateSamplePool(o);
+  SamplePoolOptions small_o = o;
+  small_o.num_paths = 1000;
+  auto small = CreateSamplePool(small_o);
+  ASSERT_TRUE(batch.ok() && online.ok() && small.ok());
+  ASSERT_TRUE((*batch)->Append(sg).ok());
+  ASSERT_TRUE((*online)->Append({sg.mechanism, 100}).ok());
+  ASSERT_TRUE((*online)->Append({sg.mechanism, 200}).ok());
+  ASSERT_TRUE((*small)->Append(sg).ok());
+  ASSERT_TRUE((*small)->Grow(3000).ok());
+  std::vector<double> y1, w1, y2, w2, y3, w3;
+  ASSERT_TRUE((*batch)->ReadPaths(&y1, &w1).ok());
+  ASSERT_TRUE((*online)->ReadPaths(&y2, &w2).ok());
+  ASSERT_TRUE((*small)->ReadPaths(&y3, &w3).ok());
+  EXPECT_EQ(y1, y2);
+  EXPECT_EQ(w1, w2);
+  EXPECT_EQ(y1, y3);
+  EXPECT_EQ(w1, w3);
+  double sum = 0, sum2 = 0;
+  for (double lw : w1) {
+    sum += std::exp(lw);
+    sum2 += std::exp(2 * lw);
+  }
+  const double n = static_cast<double>(w1.size()), mean = sum / n;
+  const double se = std::sqrt((sum2 / n - mean * mean) / (n - 1));
+  EXPECT_NEAR(mean, 1.0, kZ * se);
+  EXPECT_GT(se, 0);
 }
 
 }  // namespace
