@@ -251,10 +251,15 @@ class McAccountant final : public Accountant {
 
   // True when a Chernoff bound proves delta_add(epsilon) <= delta, so the add
   // direction cannot raise the reported maximum (spec 2.3):
-  // delta_A(eps) <= Pr[Y' > eps] <= exp(K'(t) - t eps) for every t > 0, with K'
-  // the add-direction CGF summed over the ledger. This spares the add pool, whose
-  // SMC estimate cannot resolve the tiny add-direction delta of DP-SGD ledgers
-  // (the spec's 9.4 rows have delta_A <= delta_R), at tiny delta.
+  // delta_A(eps) = E[(1 - e^{eps - Y'})_+] <= exp(K'(t) - t eps) t^t / (t+1)^{t+1}
+  // for every t > 0, with K' the add-direction CGF summed over the ledger: for
+  // u = Y' - eps >= 0, (1 - e^{-u}) <= e^{t u} max_u (1 - e^{-u}) e^{-t u}, and the
+  // maximum is at e^{-u} = t/(t+1) (the RDP-to-DP conversion of Canonne, Kamath and
+  // Steinke 2020, Prop. 12; it saves log(e (t+1)) nats over Markov's Pr[Y' > eps],
+  // which proves the add direction at 7000-1e4 steps of sigma 1, q 1e-3, delta 1e-9:
+  // exponent -25.7 at 7000 steps vs log 1e-9 = -20.7, Markov -20.5). This spares the
+  // add pool, whose estimate cannot resolve the tiny add-direction delta of DP-SGD
+  // ledgers (the spec's 9.4 rows have delta_A <= delta_R), at tiny delta.
   bool AddBelow(double epsilon, double delta) const {
     if (!(delta > 0)) return false;
     const double log_delta = std::log(delta);
@@ -266,7 +271,7 @@ class McAccountant final : public Accountant {
         if (!m.ok() || !std::isfinite(m->k)) return false;
         k += static_cast<double>(e.count) * m->k;
       }
-      if (k - t * epsilon <= log_delta) return true;
+      if (k - t * epsilon + t * std::log(t) - (t + 1) * std::log1p(t) <= log_delta) return true;
     }
     return false;
   }
