@@ -72,6 +72,7 @@ absl::StatusOr<mc::McStep> TiltEveryStep(const Mechanism& m, double theta, size_
 absl::StatusOr<std::vector<StreamEvent>> BuildEvents(const McEstimateRequest& r,
                                                      const std::vector<double>& thetas,
                                                      const std::vector<mc::McMix>& mixes,
+                                                     const std::vector<mc::McMix>& second,
                                                      int64_t* total_steps) {
   std::vector<StreamEvent> out;
   int64_t steps = 0;
@@ -85,6 +86,10 @@ absl::StatusOr<std::vector<StreamEvent>> BuildEvents(const McEstimateRequest& r,
     if (r.estimator == McEstimator::kTiltMixture) {
       se.step = mc::MakeMcStep(ev.mechanism, r.direction);
       se.mix = mixes[i];
+      if (!second.empty()) {
+        se.mix2 = second[i];
+        se.two = true;
+      }
     } else if (r.estimator == McEstimator::kTiltLoss) {
       se.step = mc::MakeMcStep(ev.mechanism, Direction::kRemove);
       auto loss = mc::MakeLossTilt(ev.mechanism, thetas[i], i);
@@ -244,14 +249,15 @@ absl::StatusOr<McEstimateResult> EstimateDeltaStreaming(const McEstimateRequest&
   if (absl::Status s = Validate(request); !s.ok()) return s;
   auto thetas = ResolveThetas(request);
   if (!thetas.ok()) return thetas.status();
-  std::vector<mc::McMix> mixes;
+  std::vector<mc::McMix> mixes, second;
   if (request.estimator == McEstimator::kTiltMixture) {
     auto choice = mc::ChooseMixture(request.events, request.epsilon, request.direction);
     if (!choice.ok()) return choice.status();
     mixes = std::move(choice->mixes);
+    second = std::move(choice->second);
   }
   int64_t total_steps = 0;
-  auto events = BuildEvents(request, *thetas, mixes, &total_steps);
+  auto events = BuildEvents(request, *thetas, mixes, second, &total_steps);
   if (!events.ok()) return events.status();
   if (total_steps >= (int64_t{1} << 56)) {
     return absl::InvalidArgumentError(

@@ -24,7 +24,10 @@
 //   plus a far component for the one-big-step regime), weighted by the exact
 //   running log(p/g) (mc_mixture_math.h). Both directions; no thetas (the
 //   proposal is chosen from (ledger, epsilon)). Other mechanisms ride along
-//   untilted. Unbiased for any proposal.
+//   untilted. Unbiased for any proposal. Where the saddle-point loss tilt is
+//   explosive (mixture_choice.h), the remove direction draws odd paths from the
+//   truncated loss tilt and even ones from a one-big-step proposal, weighted by the
+//   balance heuristic (truncated_loss_tilt.h, MixDrawStepPair).
 // * kTiltLoss (issue 14): every (subsampled) Gaussian step drawn from its LOSS tilt
 //   p e^{n y}/A_{n+1} at order n = thetas[i] for the steps of events[i] (required, one
 //   per event; integers in [0, 62] for subsampled steps, any real >= 0 for plain

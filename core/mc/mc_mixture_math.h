@@ -19,7 +19,7 @@
 
 namespace dpledger::core::mc {
 
-inline constexpr int kMaxMixComponents = 4;
+inline constexpr int kMaxMixComponents = 12;  // truncated_loss_tilt.h needs up to 12
 
 struct McMix {
   int32_t num = 0;                   // components; 0: untilted
@@ -52,6 +52,42 @@ DPL_HOST_DEVICE inline double MixDrawStep(const McMix& m, const McStep& s, const
   }
   *log_w += y - MixLogRatioToNull(m, s, t);
   return y;
+}
+
+// Defensive multiple importance sampling of two proposals a and b (issue 14,
+// truncated_loss_tilt.h): half of the paths (path & 1) draw every step from b, the
+// others from a, and each path keeps both running log(p/a) and log(p/b). With this
+// deterministic half/half allocation the balance-heuristic weight
+// p / (a/2 + b/2) = 1 / (e^{-lw_a}/2 + e^{-lw_b}/2) is unbiased (Veach & Guibas 1995,
+// multi-sample model), and at most twice either proposal's own weight, so the pair is
+// never much worse than the better one. One step: drawn from b when from_b, else a;
+// returns its loss and adds log(p/a)(t), log(p/b)(t).
+DPL_HOST_DEVICE inline double MixDrawStepPair(const McMix& a, const McMix& b, bool from_b,
+                                              const McStep& s, const PhiloxBlock& w,
+                                              double* lw_a, double* lw_b) {
+  const McMix& g = from_b ? b : a;
+  if (g.num == 0) return SampleLoss(s, w);  // both untilted (callers pair them so)
+  const double u = SideUniform(w);
+  int k = 0;
+  while (k + 1 < g.num && u >= g.cum[k]) ++k;
+  const double t = g.mean[k] + s.sigma * StandardNormal(w);
+  const double y = GaussianKindLoss(s, t);
+  const double ra = MixLogRatioToNull(a, s, t), rb = MixLogRatioToNull(b, s, t);
+  if (s.add) {
+    *lw_a -= ra;
+    *lw_b -= rb;
+    return -y;
+  }
+  *lw_a += y - ra;
+  *lw_b += y - rb;
+  return y;
+}
+
+// The balance-heuristic log weight of a path with running log(p/a), log(p/b).
+DPL_HOST_DEVICE inline double MixPairLogWeight(double lw_a, double lw_b) {
+  if (lw_a == lw_b) return lw_a;
+  const double log_half = -0.6931471805599453;
+  return -LogAddExp(log_half - lw_a, log_half - lw_b);
 }
 
 }  // namespace dpledger::core::mc

@@ -16,6 +16,10 @@ namespace dpledger::core::mc {
 struct StreamEvent {
   McStep step;
   McMix mix;  // kTiltMixture only
+  // kTiltMixture: the second proposal of the pair (MixDrawStepPair); two == false
+  // (mix2 unused) when the event has none.
+  McMix mix2;
+  bool two = false;
   McLossTilt loss;  // kTiltLoss only
   int64_t count = 1;
   int64_t first_step = 0;  // global index of the event's first step
@@ -131,11 +135,23 @@ DPL_HOST_DEVICE inline double StreamMixPath(const StreamEvent* events, int num_e
                                             uint32_t stream, uint64_t seed, uint64_t path,
                                             double eps, double* log_w_out = nullptr,
                                             double* y_out = nullptr) {
-  double y = 0, log_w = 0;
+  double y = 0, log_w = 0, log_w2 = 0;  // running log(p/mix), log(p/mix2)
+  const bool from_b = (path & 1) != 0;
+  bool any_two = false;
   for (int e = 0; e < num_events; ++e) {
     const StreamEvent& ev = events[e];
     const McStep& s = ev.step;
     const uint64_t first = static_cast<uint64_t>(ev.first_step);
+    if (ev.two) {
+      any_two = true;
+      for (int64_t i = 0; i < ev.count; ++i) {
+        y += MixDrawStepPair(ev.mix, ev.mix2, from_b, s,
+                             DrawBlock(seed, path, first + i, stream, kDrawMain), &log_w,
+                             &log_w2);
+      }
+      continue;
+    }
+    const double before = log_w;
     if (s.kind == kStepGaussian && ev.mix.num <= 1) {
       const double c = static_cast<double>(ev.count);
       const double m = ev.mix.num == 1 ? ev.mix.mean[0] : 1.0;
@@ -144,12 +160,14 @@ DPL_HOST_DEVICE inline double StreamMixPath(const StreamEvent* events, int num_e
       const double loss = (t_sum - 0.5 * c) * s.inv_s2;
       y += loss;
       if (ev.mix.num == 1) log_w += loss - m * (t_sum - 0.5 * c * m) * s.inv_s2;
-      continue;
+    } else {
+      for (int64_t i = 0; i < ev.count; ++i) {
+        y += MixDrawStep(ev.mix, s, DrawBlock(seed, path, first + i, stream, kDrawMain), &log_w);
+      }
     }
-    for (int64_t i = 0; i < ev.count; ++i) {
-      y += MixDrawStep(ev.mix, s, DrawBlock(seed, path, first + i, stream, kDrawMain), &log_w);
-    }
+    log_w2 += log_w - before;  // one proposal: the same factor under both
   }
+  if (any_two) log_w = MixPairLogWeight(log_w, log_w2);
   if (log_w_out != nullptr) *log_w_out = log_w;
   if (y_out != nullptr) *y_out = y;
   return y > eps ? -std::expm1(eps - y) * std::exp(log_w) : 0.0;

@@ -7,6 +7,7 @@
 #include "core/accountants/spa_ledger_cgf.h"
 #include "core/mc/mc_step.h"
 #include "core/mc/tilt_choice.h"
+#include "core/mc/truncated_loss_tilt.h"
 #include "core/plrv/plrv.h"
 #include "core/util/log_math.h"
 
@@ -202,6 +203,13 @@ absl::StatusOr<MixtureChoice> ChooseMixture(std::span<const MechanismEvent> even
         out.mixes[i] = mix;
         if (far != nullptr && m == *far && out.far_event < 0) out.far_event = static_cast<int>(i);
       }
+    }
+  }
+  if (direction == Direction::kRemove) {
+    TruncatedPair pair = ChooseTruncatedPair(events, epsilon, *lambda_eps);
+    if (!pair.b.empty()) {
+      out.mixes = std::move(pair.a);
+      out.second = std::move(pair.b);
     }
   }
   return out;

@@ -13,6 +13,11 @@
 // the subsampled mechanisms j. far_share = the far plan's share of the two
 // probabilities, at least kMinFarShare (defensive: the far region is always
 // covered, for at most a factor e^{kMinFarShare} on the weights).
+// Where the saddle-point loss tilt is explosive (sigma ~ 1, small q: its top
+// components put one step far beyond epsilon), both plans fail (1e4 DP-SGD steps, q
+// 1e-3: 2-5x low): there `mixes` and `second` are the pair of truncated_loss_tilt.h,
+// which pools and the streaming estimator combine by defensive multiple importance
+// sampling (mc_mixture_math.h MixDrawStepPair).
 // Every (subsampled) Gaussian step is then drawn from
 //   (1 - alpha_j) g_bulk_j + alpha_j N(t_far, sigma_j^2),  alpha_j = far_share / n_j
 // for the far plan's mechanism j (alpha = 0 elsewhere): about far_share tilted-far
@@ -43,6 +48,9 @@ struct MixtureChoice {
   double y_far = 0;       // the far step's loss target (0: no far plan)
   int far_event = -1;     // first entry of `events` with the far mechanism
   std::vector<McMix> mixes;  // one per entry of `events`
+  // The explosive regime (above): the second proposal, one per entry of `events`
+  // (truncated_loss_tilt.h), paired with `mixes` by MixDrawStepPair; else empty.
+  std::vector<McMix> second;
 };
 
 // INVALID_ARGUMENT for an empty ledger or a negative or non-finite epsilon; errors

@@ -37,7 +37,7 @@ absl::StatusOr<McStep> PoolLedger::StepFor(const MechanismEvent& event) const {
   return *step;
 }
 
-absl::StatusOr<McMix> PoolLedger::MixFor(const MechanismEvent& event) {
+absl::StatusOr<McMixPair> PoolLedger::MixFor(const MechanismEvent& event) {
   auto same = [&](const auto& c) { return c.first == event.mechanism; };
   if (auto it = std::find_if(mix_cache_.begin(), mix_cache_.end(), same); it != mix_cache_.end()) {
     return it->second;
@@ -56,15 +56,17 @@ absl::StatusOr<McMix> PoolLedger::MixFor(const MechanismEvent& event) {
   }
   for (size_t i = 0; i < ledger.size(); ++i) {
     if (ledger[i].mechanism == event.mechanism) {
-      mix_cache_.emplace_back(event.mechanism, choice->mixes[i]);
-      return choice->mixes[i];
+      McMixPair pair{choice->mixes[i], choice->mixes[i], !choice->second.empty()};
+      if (pair.two) pair.b = choice->second[i];
+      mix_cache_.emplace_back(event.mechanism, pair);
+      return pair;
     }
   }
-  return McMix{};
+  return McMixPair{};
 }
 
 int32_t PoolLedger::Add(const MechanismEvent& event, const McStep& step, int64_t* first_step,
-                        const McMix& mix) {
+                        const McMixPair& mix) {
   *first_step = num_steps_;
   if (!events_.empty() && events_.back().mechanism == event.mechanism) {
     events_.back().count += event.count;
@@ -77,6 +79,7 @@ int32_t PoolLedger::Add(const MechanismEvent& event, const McStep& step, int64_t
   num_steps_ += event.count;
   if (step.kind == kStepDiscrete && step.p_inf > 0) has_infinite_loss_ = true;
   if (!event.mechanism.is_symmetric()) symmetric_ = false;
+  if (mix.two) two_ = true;
   return static_cast<int32_t>(events_.size() - 1);
 }
 

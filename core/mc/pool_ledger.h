@@ -14,6 +14,13 @@
 
 namespace dpledger::core::mc {
 
+// A mixture pool's proposal for one event: `a`, paired with `b` when `two`
+// (mc_mixture_math.h MixDrawStepPair).
+struct McMixPair {
+  McMix a, b;
+  bool two = false;
+};
+
 class PoolLedger {
  public:
   explicit PoolLedger(const SamplePoolOptions& options) : options_(options) {}
@@ -22,15 +29,15 @@ class PoolLedger {
   absl::StatusOr<McStep> StepFor(const MechanismEvent& event) const;
   // Mixture pools: the proposal of `event`'s mechanism (cached per mechanism;
   // sample_pool.h says how it is chosen). Errors of ChooseMixture pass through.
-  absl::StatusOr<McMix> MixFor(const MechanismEvent& event);
+  absl::StatusOr<McMixPair> MixFor(const MechanismEvent& event);
   // Records a validated event; returns its merged event index. `first_step`
   // receives the global index of its first step.
   int32_t Add(const MechanismEvent& event, const McStep& step, int64_t* first_step,
-              const McMix& mix = {});
+              const McMixPair& mix = {});
 
   const std::vector<MechanismEvent>& events() const { return events_; }
   const std::vector<McStep>& steps() const { return steps_; }
-  const std::vector<McMix>& mixes() const { return mixes_; }  // mixture pools, per event
+  const std::vector<McMixPair>& mixes() const { return mixes_; }  // mixture pools, per event
   // Global index of the first step of each merged event.
   const std::vector<int64_t>& first_steps() const { return first_steps_; }
   int64_t num_steps() const { return num_steps_; }
@@ -38,6 +45,8 @@ class PoolLedger {
   bool has_infinite_loss() const { return has_infinite_loss_; }
   // True when every step has the same law in both directions.
   bool symmetric() const { return symmetric_; }
+  // Mixture pools: true when some event pairs two proposals (McMixPair::two).
+  bool two() const { return two_; }
   // The stream the pool draws from.
   uint32_t stream() const;
 
@@ -45,12 +54,13 @@ class PoolLedger {
   SamplePoolOptions options_;
   std::vector<MechanismEvent> events_;
   std::vector<McStep> steps_;
-  std::vector<McMix> mixes_;
-  std::vector<std::pair<Mechanism, McMix>> mix_cache_;
+  std::vector<McMixPair> mixes_;
+  std::vector<std::pair<Mechanism, McMixPair>> mix_cache_;
   std::vector<int64_t> first_steps_;
   int64_t num_steps_ = 0;
   bool has_infinite_loss_ = false;
   bool symmetric_ = true;
+  bool two_ = false;
 };
 
 // What every backend holds and answers the same way: its options and ledger.

@@ -14,7 +14,7 @@ absl::Status SamplePool::AppendAll(std::span<const MechanismEvent> events) {
 size_t PoolBytesPerPath(McEstimator estimator) {
   switch (estimator) {
     case McEstimator::kSmc: return sizeof(double);
-    case McEstimator::kTiltMixture: return 2 * sizeof(double);
+    case McEstimator::kTiltMixture: return 3 * sizeof(double);
     default: return 4 * sizeof(double) + sizeof(int32_t);
   }
 }

@@ -12,7 +12,10 @@
 //   q_i, options.target_epsilon) is fixed when step i is appended.
 // * Mixture pool (McEstimator::kTiltMixture, issue 14): every coordinate from the
 //   per-coordinate defensive mixture (mixture_choice.h, mc_mixture_math.h); per path
-//   the running loss sum and running log(p/g) (16 bytes/path), so appending a step
+//   the running loss sum and running log(p/g) under each of its two proposals
+//   (24 bytes/path; on subsampled-Gaussian ledgers the remove direction pairs the
+//   mixture with the truncated loss tilt, truncated_loss_tilt.h, by defensive
+//   multiple importance sampling, mc_mixture_math.h MixDrawStepPair), so appending a step
 //   is O(1) per path. Either direction. A mechanism's mixture is chosen at its
 //   first Append by ChooseMixture(options.tilt_ledger, or the pool's ledger with
 //   the new event when tilt_ledger lacks the mechanism, options.target_epsilon):
@@ -118,7 +121,7 @@ class SamplePool {
 
 absl::StatusOr<std::unique_ptr<SamplePool>> CreateSamplePool(const SamplePoolOptions& options);
 
-// Bytes of path state per path: 8 (SMC), 36 (IS, spec 6.4) or 16 (mixture).
+// Bytes of path state per path: 8 (SMC), 36 (IS, spec 6.4) or 24 (mixture).
 size_t PoolBytesPerPath(McEstimator estimator);
 
 }  // namespace dpledger::core

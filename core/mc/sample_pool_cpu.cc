@@ -31,7 +31,7 @@ class CpuSamplePool final : public LedgerPool {
   absl::Status Append(const MechanismEvent& event) override {
     auto step = ledger_.StepFor(event);
     if (!step.ok()) return step.status();
-    McMix mix;
+    McMixPair mix;
     if (mixture()) {
       auto m = ledger_.MixFor(event);
       if (!m.ok()) return m.status();
@@ -139,7 +139,10 @@ class CpuSamplePool final : public LedgerPool {
   void Resize(int64_t m) {
     num_paths_ = m;
     s_.resize(m, 0.0);
-    if (mixture()) l_u_.resize(m, 0.0);  // running log(p/g)
+    if (mixture()) {
+      l_u_.resize(m, 0.0);  // running log(p/a)
+      y_t_.resize(m, 0.0);  // running log(p/b) (MixDrawStepPair)
+    }
     if (is()) {
       l_u_.resize(m, -kInf);
       y_t_.resize(m, 0.0);
@@ -163,16 +166,29 @@ class CpuSamplePool final : public LedgerPool {
     const McStep* steps = ledger_.steps().data();
     if (mixture()) {
       const McStep& s = steps[e];
-      const McMix& mix = ledger_.mixes()[e];
-      double y = s_[p], lw = l_u_[p];
-      for (int64_t i = 0; i < count; ++i) {
-        y += MixDrawStep(mix, s,
-                         DrawBlock(seed, path, static_cast<uint64_t>(first + i), kStreamPoolMix,
-                                   kDrawMain),
-                         &lw);
+      const McMixPair& mix = ledger_.mixes()[e];
+      const uint32_t stream = kStreamPoolMix;  // both directions (as before the pair)
+      double y = s_[p], lw = l_u_[p], lw2 = y_t_[p];
+      if (mix.two) {
+        const bool from_b = (path & 1) != 0;
+        for (int64_t i = 0; i < count; ++i) {
+          y += MixDrawStepPair(
+              mix.a, mix.b, from_b, s,
+              DrawBlock(seed, path, static_cast<uint64_t>(first + i), stream, kDrawMain), &lw,
+              &lw2);
+        }
+      } else {
+        const double before = lw;
+        for (int64_t i = 0; i < count; ++i) {
+          y += MixDrawStep(
+              mix.a, s,
+              DrawBlock(seed, path, static_cast<uint64_t>(first + i), stream, kDrawMain), &lw);
+        }
+        lw2 += lw - before;  // one proposal: the same factor under both
       }
       s_[p] = y;
       l_u_[p] = lw;
+      y_t_[p] = lw2;
       return;
     }
     if (!is()) {
@@ -200,7 +216,7 @@ class CpuSamplePool final : public LedgerPool {
   void PathValue(int64_t p, uint64_t n, double* y, double* log_w) const {
     if (mixture()) {
       *y = s_[p];
-      *log_w = l_u_[p];
+      *log_w = ledger_.two() ? MixPairLogWeight(l_u_[p], y_t_[p]) : l_u_[p];
       return;
     }
     if (!is()) {
@@ -221,7 +237,7 @@ class CpuSamplePool final : public LedgerPool {
   int threads_;
   int64_t num_paths_ = 0;
   std::vector<double> s_;  // SMC, mixture: loss sum; IS: S_u
-  std::vector<double> l_u_, y_t_, a_t_;  // IS: L_u, y_T, a_T; mixture: l_u_ = log w
+  std::vector<double> l_u_, y_t_, a_t_;  // IS: L_u, y_T, a_T; mixture: log(p/a), log(p/b)
   std::vector<int32_t> tilted_;
 };
 

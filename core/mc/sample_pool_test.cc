@@ -210,7 +210,7 @@ TEST(SamplePool, MixturePoolMatchesGaussianClosedFormAtTinyDelta) {
   EXPECT_LE(e->lower, exact.lo);
   EXPECT_GE(e->upper, exact.hi);
   EXPECT_LT(e->upper - e->lower, 0.02 * exact.hi);
-  EXPECT_EQ(pool->MemoryBytes(), 20000u * 16 + sizeof(mc::McStep));
+  EXPECT_EQ(pool->MemoryBytes(), 20000u * 24 + sizeof(mc::McStep));
 }
 
 TEST(SamplePool, ReportsItsMemory) {
