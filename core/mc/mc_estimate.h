@@ -94,8 +94,8 @@ struct McEstimateRequest {
   std::vector<double> thetas;
   // kLargestCoordinate (required): the proposal's cells, lower ends (strictly
   // increasing) and density ratios h/p (> 0), one per cell (largest_coordinate.h).
-  std::vector<double> cell_lower;
-  std::vector<double> cell_rho;
+  std::vector<double> cell_lower{};
+  std::vector<double> cell_rho{};
   uint64_t seed = 0;
   int64_t num_samples = 0;
   int num_threads = 0;  // 0: all cores (CPU backend)
