@@ -807,8 +807,9 @@ TEST_F(LedgerServiceTest, McQueriesReuseSamplePoolsWithinTheByteCapAndRebuildThe
   };
   // Pure Gaussian at delta ~1e-3 (symmetric, one direction): the MC accountant's pilot
   // picks the exactly tilted mixture (issue 14), a ladder of 3 pools of 20,000 paths at
-  // 16 bytes: 960 kB of path state; the cap holds one such ladder, not two.
-  options_.max_pool_bytes = 1'500'000;
+  // 24 bytes (a mixture path keeps two running log-ratio sums since the paired proposal):
+  // 1.44 MB of path state; the cap holds one such ladder, not two.
+  options_.max_pool_bytes = 2'000'000;
   Restart();
   create("a");
   create("b");
@@ -817,7 +818,7 @@ TEST_F(LedgerServiceTest, McQueriesReuseSamplePoolsWithinTheByteCapAndRebuildThe
   delta("a");  // builds a's pool over 4 steps
   ASSERT_THAT(Append(Upd(2, 10, 6), "a"), IsOk());
   const core::DeltaBound extended = delta("a");  // extends it by 6 steps
-  EXPECT_THAT(metrics_.Serialize(), ::testing::ContainsRegex("dpledger_pool_bytes 96[0-9]{4}\\b"));
+  EXPECT_THAT(metrics_.Serialize(), ::testing::ContainsRegex("dpledger_pool_bytes 144[0-9]{4}\\b"));
   const core::DeltaBound b = delta("b");  // evicts a's pool
   {
     absl::StatusOr<SpentAnswer> full = service_->Spent(Caller::Insecure(), "", "b", at05);
