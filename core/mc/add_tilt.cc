@@ -8,21 +8,14 @@
 #include "core/mc/mc_parallel.h"
 #include "core/mc/mc_step.h"
 #include "core/mc/path_sum.h"
+#include "core/mc/request_checks.h"
 #include "core/util/log_math.h"
 
 namespace dpledger::core::mc {
 
 absl::StatusOr<McEstimateResult> EstimateAddTilt(const McEstimateRequest& r) {
   const auto start = std::chrono::steady_clock::now();
-  if (r.events.empty()) return absl::InvalidArgumentError("events must not be empty");
-  if (r.num_samples < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("num_samples must be >= 2, got %d", r.num_samples));
-  }
-  if (!std::isfinite(r.epsilon) || r.epsilon < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("epsilon must be finite and >= 0, got %g", r.epsilon));
-  }
+  if (absl::Status s = CheckCommonRequest(r); !s.ok()) return s;
   if (r.direction != Direction::kAdd) {
     return absl::UnimplementedError("the add_tilt estimator covers the add direction only");
   }

@@ -10,6 +10,7 @@
 #include "core/mc/path_sum.h"
 #include "core/mc/mc_step.h"
 #include "core/mc/mc_stream_math.h"
+#include "core/mc/request_checks.h"
 #include "core/util/log_math.h"
 #include "core/util/math_policy.h"
 
@@ -57,15 +58,7 @@ double StepIntervalMass(double a, double b, double s, double q) {
 
 absl::StatusOr<McEstimateResult> EstimateLargestCoordinate(const McEstimateRequest& r) {
   const auto start = std::chrono::steady_clock::now();
-  if (r.events.empty()) return absl::InvalidArgumentError("events must not be empty");
-  if (r.num_samples < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("num_samples must be >= 2, got %d", r.num_samples));
-  }
-  if (!std::isfinite(r.epsilon) || r.epsilon < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("epsilon must be finite and >= 0, got %g", r.epsilon));
-  }
+  if (absl::Status s = CheckCommonRequest(r); !s.ok()) return s;
   if (r.direction != Direction::kRemove) {
     return absl::UnimplementedError("the largest estimator covers the remove direction only");
   }

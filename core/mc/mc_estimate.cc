@@ -13,6 +13,7 @@
 #include "core/mc/mc_step.h"
 #include "core/mc/mc_stream_math.h"
 #include "core/mc/mixture_choice.h"
+#include "core/mc/request_checks.h"
 #include "core/mc/tilt_choice.h"
 
 namespace dpledger::core {
@@ -123,15 +124,7 @@ absl::StatusOr<std::vector<StreamEvent>> BuildEvents(const McEstimateRequest& r,
 }
 
 absl::Status Validate(const McEstimateRequest& r) {
-  if (r.events.empty()) return absl::InvalidArgumentError("events must not be empty");
-  if (r.num_samples < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("num_samples must be >= 2, got %d", r.num_samples));
-  }
-  if (!std::isfinite(r.epsilon) || r.epsilon < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("epsilon must be finite and >= 0, got %g", r.epsilon));
-  }
+  if (absl::Status s = mc::CheckCommonRequest(r); !s.ok()) return s;
   if (r.estimator != McEstimator::kSmc) {
     if (r.direction != Direction::kRemove && r.estimator != McEstimator::kTiltMixture) {
       return absl::UnimplementedError(absl::StrFormat(
