@@ -13,6 +13,7 @@
 #include "core/mc/mc_step.h"
 #include "core/mc/mc_stream_math.h"
 #include "core/mc/mixture_choice.h"
+#include "core/mc/path_sum.h"
 #include "core/mc/request_checks.h"
 #include "core/mc/tilt_choice.h"
 
@@ -20,14 +21,6 @@ namespace dpledger::core {
 namespace {
 
 using mc::StreamEvent;
-
-// Chunks per CPU batch: partial sums of one batch are kept, then added in order.
-constexpr int64_t kBatchChunks = 1 << 14;
-
-struct ChunkSums {
-  double sum_x = 0, sum_x2 = 0;
-  int64_t num_positive = 0;
-};
 
 bool IsGaussianKind(const Mechanism& m) {
   return m.kind() == MechanismKind::kGaussian || m.kind() == MechanismKind::kSubsampledGaussian;
@@ -158,34 +151,10 @@ absl::Status Validate(const McEstimateRequest& r) {
 
 mc::cuda::Totals CpuStream(const std::vector<StreamEvent>& events, int64_t total_steps, int32_t kind,
                            uint32_t stream, uint64_t seed, int64_t m, double eps, int threads) {
-  const int64_t num_chunks = (m + mc::kStreamChunkPaths - 1) / mc::kStreamChunkPaths;
-  mc::NeumaierSum sx, sx2;
-  int64_t npos = 0;
-  std::vector<ChunkSums> partial(std::min(num_chunks, kBatchChunks));
-  for (int64_t c0 = 0; c0 < num_chunks; c0 += kBatchChunks) {
-    const int64_t nc = std::min(kBatchChunks, num_chunks - c0);
-    mc::ParallelFor(nc, threads, [&](int64_t c) {
-      const int64_t p0 = (c0 + c) * mc::kStreamChunkPaths;
-      const int64_t p1 = std::min(m, p0 + mc::kStreamChunkPaths);
-      mc::NeumaierSum a, a2;
-      int64_t pos = 0;
-      for (int64_t p = p0; p < p1; ++p) {
-        const double x = mc::StreamPath(kind, events.data(), static_cast<int>(events.size()),
-                                        static_cast<uint64_t>(total_steps), stream, seed,
-                                        static_cast<uint64_t>(p), eps);
-        a.Add(x);
-        a2.Add(x * x);
-        pos += x > 0;
-      }
-      partial[c] = {a.Value(), a2.Value(), pos};
-    });
-    for (int64_t c = 0; c < nc; ++c) {
-      sx.Add(partial[c].sum_x);
-      sx2.Add(partial[c].sum_x2);
-      npos += partial[c].num_positive;
-    }
-  }
-  return {sx.Value(), sx2.Value(), npos};
+  return mc::SumPaths(m, threads, [&](uint64_t p) {
+    return mc::StreamPath(kind, events.data(), static_cast<int>(events.size()),
+                          static_cast<uint64_t>(total_steps), stream, seed, p, eps);
+  });
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
-// Deterministic parallel sums of per-path values for the host-only streaming samplers
-// (largest_coordinate.h, add_tilt.h): paths in chunks of kStreamChunkPaths, chunk sums
-// of one batch kept and added in chunk order, so the result is bit-identical for any
-// thread count (the contract of mc_estimate.h).
+// Deterministic parallel sums of per-path values for the CPU streaming samplers
+// (mc_estimate.cc, largest_coordinate.h, add_tilt.h): paths in chunks of
+// kStreamChunkPaths, chunk sums of one batch kept and added in chunk order, so the
+// result is bit-identical for any thread count (the contract of mc_estimate.h).
 #pragma once
 
 #include <algorithm>
