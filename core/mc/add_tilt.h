@@ -18,9 +18,6 @@
 
 namespace dpledger::core::mc {
 
-// Philox stream of this sampler (below largest_coordinate.h's 15, clear of McStream).
-inline constexpr uint32_t kStreamStreamAddTilt = 14;
-
 // Estimate for request.estimator == kAddTilt: direction add, every event a Gaussian
 // kind, thetas one finite value >= 0 per event (else INVALID_ARGUMENT /
 // UNIMPLEMENTED naming the field).

@@ -33,10 +33,6 @@
 
 namespace dpledger::core::mc {
 
-// Philox stream of this sampler (the last id of McStream's 4-bit space, so that
-// new McStream entries do not collide with it).
-inline constexpr uint32_t kStreamStreamLargest = 15;
-
 // Pr[a < t <= b] for t ~ N(mean, s^2), b may be +inf; computed from the tail that
 // keeps relative accuracy (both survival functions when a >= mean).
 double NormalIntervalMass(double a, double b, double mean, double s);

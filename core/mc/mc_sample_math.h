@@ -62,7 +62,8 @@ DPL_HOST_DEVICE inline PhiloxBlock Philox4x32x10(PhiloxBlock ctr, uint32_t k0, u
   return ctr;
 }
 
-// Stream ids keep different uses of one seed independent.
+// Stream ids keep different uses of one seed independent. They are 4 bits of
+// the cuRAND subsequence (CurandSubsequence): at most 16.
 enum McStream : uint32_t {
   kStreamPoolRemove = 0,    // SMC pool sampling the remove-direction law
   kStreamPoolAdd = 1,       // SMC pool sampling the add-direction law
@@ -76,6 +77,8 @@ enum McStream : uint32_t {
   kStreamStreamMixAdd = 9,  // streaming mixture, add direction
   kStreamPoolMixAdd = 10,   // mixture pool, add direction
   kStreamStreamLoss = 11,   // streaming loss tilt (mc_loss_tilt_math.h)
+  kStreamStreamAddTilt = 14,  // add-direction output tilt (add_tilt.h)
+  kStreamStreamLargest = 15,  // largest-coordinate sampler (largest_coordinate.h)
 };
 
 // Draws within one step.
