@@ -169,8 +169,13 @@ double QuantizeTilt(double tilt) {
 double ChooseStep(const PldPlan& plan, double epsilon_error) {
   const double n = std::max(plan.num_steps, 1.0);
   double h = std::sqrt(8 * epsilon_error / (n * (1 + plan.tilt)));
-  // Resolve the composed law itself, whatever the error budget allows.
-  if (plan.sd0 > 0) h = std::min(h, plan.sd0 / 16);
+  // Resolve the composed law itself, whatever the error budget allows: its untilted
+  // spread or its tilted one (what the FFT composes, where delta(epsilon) gets its
+  // mass), whichever is wider. The tilted one is far wider for short ledgers of rare
+  // sampled steps (sigma = 1, q = 1e-3, one step: 0.0013 untilted, ~1 tilted, where
+  // the untilted one asked for 2^-14 nats and a 5e-6 wide interval).
+  const double spread = std::max(plan.sd0, plan.sd);
+  if (spread > 0) h = std::min(h, spread / 16);
   h = std::min(h, 0.25);
   return std::exp2(std::floor(std::log2(h)));
 }
