@@ -35,6 +35,8 @@ constexpr double kRoundOffShare = 0.05;
 // hung InitialStep's doubling loop); 2^-40 nats is far below any budget's
 // resolution, and a coarser grid only widens the still certified interval.
 constexpr double kMinStep = 0x1p-40;
+// Most restarts of an epsilon query's first grid at a finer step (PldEngine::Epsilon).
+constexpr int kMaxRestarts = 3;
 
 double FloorPow2(double x) { return std::exp2(std::floor(std::log2(x))); }
 double FloorPow10(double x) { return std::pow(10.0, std::floor(std::log10(x))); }
@@ -495,7 +497,8 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
   double h_done = kInf;  // the step of the last grid that fitted
   const double log_delta = std::log(delta);
   PldInterval result;
-  bool have = false, replanned = false, restarted = false;
+  bool have = false, replanned = false;
+  int restarts = 0;
   double log_target = log_delta;
   int coarsenings = 0;
   for (int r = 0; r <= (fixed ? 0 : options_.max_refinements);) {
@@ -528,18 +531,20 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       log_target = log_delta + std::log(1e-3) + log_delta - c->pess.log_outside();
       continue;
     }
-    if (!replanned && !fixed && !restarted && *up > 0) {
+    if (!replanned && !fixed && restarts < kMaxRestarts && *up > 0) {
       // The first step came from the saddle-point guess of epsilon. Where the
       // certified upper end is far below it (a short ledger of rare sampled steps:
       // sigma = 1, q = 1e-4, one step, delta = 1e-9 guesses 0.72 for 0.0078), that grid
-      // is too coarse to place the tilt on: start again, once, at the step for the
-      // epsilon found (a quarter of the step or less; long ledgers guess within that).
-      restarted = true;
+      // is too coarse to place the tilt on: start again at the step for the epsilon
+      // found when that is a quarter of the step or less (long ledgers guess within
+      // that), at most kMaxRestarts times (each grid costs a quarter of the next).
       const double h_up = InitialStep(events, direction, *plan, *up, accuracy);
       if (h_up <= h / 4) {
         h = h_up;
+        ++restarts;
         continue;
       }
+      restarts = kMaxRestarts;
     }
     if (!replanned) {
       // The saddle-point guess of epsilon was off, or the exact CGF that guided it
