@@ -347,11 +347,12 @@ absl::Status PldEngine::AddOptimistic(std::span<const MechanismEvent> events,
 }
 
 double PldEngine::InitialStep(std::span<const MechanismEvent> events, Direction direction,
-                              const PldPlan& plan, double epsilon_scale, double accuracy) const {
+                              const PldPlan& plan, double epsilon_scale, double accuracy,
+                              bool tilted) const {
   if (options_.value_discretization_interval > 0) {
     return FloorPow2(options_.value_discretization_interval);
   }
-  double h = ChooseStep(plan, 0.25 * accuracy * epsilon_scale);
+  double h = ChooseStep(plan, 0.25 * accuracy * epsilon_scale, tilted);
   if (!(h >= kMinStep)) h = kMinStep;  // also when NaN
   // A window of ~40 standard deviations, and each bounded step's whole support,
   // must fit the grid cap (a lopsided two-atom law has a tiny sd but a wide support).
@@ -493,7 +494,8 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
   if (!plan.ok()) return plan.status();
   const bool fixed = options_.value_discretization_interval > 0;
   const double accuracy = options_.relative_accuracy;
-  double h = InitialStep(events, direction, *plan, std::max(plan->center, plan->sd), accuracy);
+  double h = InitialStep(events, direction, *plan, std::max(plan->center, plan->sd), accuracy,
+                         /*tilted=*/true);
   double h_done = kInf;  // the step of the last grid that fitted
   const double log_delta = std::log(delta);
   PldInterval result;
@@ -538,7 +540,7 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       // is too coarse to place the tilt on: start again at the step for the epsilon
       // found when that is a quarter of the step or less (long ledgers guess within
       // that), at most kMaxRestarts times (each grid costs a quarter of the next).
-      const double h_up = InitialStep(events, direction, *plan, *up, accuracy);
+      const double h_up = InitialStep(events, direction, *plan, *up, accuracy, /*tilted=*/true);
       if (h_up <= h / 4) {
         h = h_up;
         ++restarts;
@@ -557,7 +559,7 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       plan = again;
       if (moved) {
         h = std::min(h, InitialStep(events, direction, *plan, std::max(plan->center, plan->sd),
-                                    accuracy));
+                                    accuracy, /*tilted=*/true));
       }
       const double max_share = kRoundOffShare * accuracy * std::max(1.0, plan->tilt * *up);
       absl::StatusOr<PldPlan> narrow =

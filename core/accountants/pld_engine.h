@@ -159,9 +159,11 @@ class PldEngine {
   // tilt that centres it on `epsilon`.
   absl::StatusOr<PldPlan> PlanOnGrid(std::span<const MechanismEvent> events, Direction direction,
                                      const PldPlan& plan, double h, double tail, double epsilon);
-  // Grid step for an epsilon error of about accuracy * epsilon_scale / 4.
+  // Grid step for an epsilon error of about accuracy * epsilon_scale / 4
+  // (ChooseStep; `tilted` for epsilon queries).
   double InitialStep(std::span<const MechanismEvent> events, Direction direction,
-                     const PldPlan& plan, double epsilon_scale, double accuracy) const;
+                     const PldPlan& plan, double epsilon_scale, double accuracy,
+                     bool tilted = false) const;
 
   PldOptions options_;
   Deadline deadline_;
