@@ -52,7 +52,10 @@ class PldEngine {
   absl::StatusOr<PldInterval> Delta(std::span<const MechanismEvent> events, Direction direction,
                                     double epsilon, double dominated_below = 0);
   // dominated_below: stop refining once upper <= this (another direction already
-  // has a larger lower bound); pass 0 for none.
+  // has a larger lower bound); pass 0 for none. A ledger whose losses are bounded
+  // above by B <= dominated_below (sum of count * Plrv::LossMax, e.g. the add
+  // direction of subsampled steps) gets [0, B] without a grid: delta(B) =
+  // E[(1 - e^{B - S})_+] = Pr[S = +inf] < delta, so epsilon(delta) <= B.
   absl::StatusOr<PldInterval> Epsilon(std::span<const MechanismEvent> events, Direction direction,
                                       double delta, double dominated_below = 0);
 
