@@ -13,7 +13,8 @@
 //        delta = (1-q) Phi_c(x/s) + q Phi_c((x-1)/s) - e^eps Phi_c(x/s);
 //      add (Q vs P), only for e^-eps > 1 - q: x = s^2 log((e^-eps - 1 + q) / q) + 1/2,
 //        delta = Phi(x/s) - e^eps ((1-q) Phi(x/s) + q Phi((x-1)/s)).
-//    The ledger's delta is the larger of the two; epsilon(delta) by bisection.
+//    The ledger's delta is the larger of the two; epsilon(delta) by bisection;
+//  * 2-10 subsampled steps: scripts/pld_reference_values.py (see the test below).
 // The terms cancel by at most ~1e3 here, so these values are exact to ~1e-12
 // relative; the checks allow 1e-9.
 #include <cmath>
@@ -159,6 +160,48 @@ TEST(PldShortLedger, OneSubsampledGaussianStepMatchesExactCurve) {
                                    .delta_round_off = floor && (sigma == 1 || sigma == 2)});
       }
     }
+  }
+}
+
+// 2-10 subsampled-Gaussian steps, per neighbouring direction, against
+// scripts/pld_reference_values.py (numpy: connect-the-dots grids at h and h/2,
+// Richardson-extrapolated; ref_acc its own error estimate), computed as
+// richardson(lambda hh: sg_eps(sigma, q, k, direction, query, hh), h) (sg_delta for
+// delta queries) at the h in the comment.
+TEST(PldShortLedger, SubsampledGaussianStepsMatchFineGridReference) {
+  struct Row {
+    double sigma, q;
+    int64_t steps;
+    Direction direction;
+    bool epsilon_query;
+    double query, ref, ref_acc;
+  };
+  const std::vector<Row> rows = {
+      {1.0, 1e-3, 2, Direction::kRemove, true, 1e-9, 0.1415113909, 2.7e-09},      // h 4e-5
+      {1.0, 1e-3, 10, Direction::kRemove, true, 1e-9, 0.1904849812, 1.1e-08},     // 4e-5
+      {0.5, 1e-3, 10, Direction::kRemove, true, 1e-12, 7.37160325, 1.3e-09},      // 4e-5
+      {0.5, 1e-4, 2, Direction::kRemove, true, 1e-5, 0.00954702289, 8.2e-10},     // 1e-5
+      {1.0, 1e-4, 10, Direction::kRemove, true, 1e-12, 0.04680707875, 2.8e-09},   // 1e-5
+      {1.0, 1e-3, 10, Direction::kRemove, false, 0.2, 7.561884733e-10, 2.2e-16},  // 4e-5
+      {0.5, 1e-3, 2, Direction::kRemove, false, 5.0, 2.037442626e-10, 6.3e-20},   // 4e-5
+      {1.0, 1e-3, 10, Direction::kAdd, false, 0.005, 2.86192402e-05, 1e-09},      // 1e-5
+  };
+  for (const Row& r : rows) {
+    const std::string what = absl::StrFormat(
+        "sigma %g, q %g, %d steps, %s, %s(%g)", r.sigma, r.q, r.steps,
+        DirectionName(r.direction), r.epsilon_query ? "epsilon" : "delta", r.query);
+    const std::vector<MechanismEvent> ledger = {
+        {*Mechanism::SubsampledGaussian(r.sigma, r.q), r.steps}};
+    PldEngine engine({});
+    absl::StatusOr<PldInterval> b = r.epsilon_query
+                                        ? engine.Epsilon(ledger, r.direction, r.query)
+                                        : engine.Delta(ledger, r.direction, r.query);
+    ASSERT_TRUE(b.ok()) << what << ": " << b.status();
+    EXPECT_LE(b->lower, r.ref + r.ref_acc) << what;
+    EXPECT_GE(b->upper, r.ref - r.ref_acc) << what;
+    const double target = r.epsilon_query ? kEpsilonTarget : kDeltaTarget;
+    EXPECT_LE(b->upper - b->lower, target * b->lower) << what;
+    EXPECT_EQ(b->stop, PldStop::kTargetMet) << what;
   }
 }
 
