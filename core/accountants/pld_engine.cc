@@ -35,6 +35,8 @@ constexpr double kRoundOffShare = 0.05;
 // hung InitialStep's doubling loop); 2^-40 nats is far below any budget's
 // resolution, and a coarser grid only widens the still certified interval.
 constexpr double kMinStep = 0x1p-40;
+// Most restarts of an epsilon query's first grid at a finer step (PldEngine::Epsilon).
+constexpr int kMaxRestarts = 3;
 
 double FloorPow2(double x) { return std::exp2(std::floor(std::log2(x))); }
 double FloorPow10(double x) { return std::pow(10.0, std::floor(std::log10(x))); }
@@ -42,6 +44,22 @@ double FloorPow10(double x) { return std::pow(10.0, std::floor(std::log10(x))); 
 // The direction whose law a step of `m` has (symmetric mechanisms: one law).
 Direction LawDirection(const Mechanism& m, Direction d) {
   return m.is_symmetric() ? Direction::kRemove : d;
+}
+
+// The sum of the steps' largest finite losses (+inf when some step's is unbounded)
+// and the probability of an infinite loss.
+struct LossBound {
+  double max_loss = 0, inf_mass = 0;
+};
+LossBound LedgerLossBound(std::span<const MechanismEvent> events, Direction direction) {
+  double max_loss = 0, log_finite = 0;
+  for (const MechanismEvent& e : events) {
+    std::unique_ptr<Plrv> plrv = MakePlrv(e.mechanism, direction);
+    max_loss += static_cast<double>(e.count) * plrv->LossMax();
+    log_finite += static_cast<double>(e.count) * std::log1p(-plrv->InfiniteLossMass());
+  }
+  // max with +0: -expm1(0) is -0, which would print as "-0.0".
+  return {max_loss, std::max(0.0, -std::expm1(log_finite))};
 }
 
 }  // namespace
@@ -329,11 +347,12 @@ absl::Status PldEngine::AddOptimistic(std::span<const MechanismEvent> events,
 }
 
 double PldEngine::InitialStep(std::span<const MechanismEvent> events, Direction direction,
-                              const PldPlan& plan, double epsilon_scale, double accuracy) const {
+                              const PldPlan& plan, double epsilon_scale, double accuracy,
+                              bool tilted) const {
   if (options_.value_discretization_interval > 0) {
     return FloorPow2(options_.value_discretization_interval);
   }
-  double h = ChooseStep(plan, 0.25 * accuracy * epsilon_scale);
+  double h = ChooseStep(plan, 0.25 * accuracy * epsilon_scale, tilted);
   if (!(h >= kMinStep)) h = kMinStep;  // also when NaN
   // A window of ~40 standard deviations, and each bounded step's whole support,
   // must fit the grid cap (a lopsided two-atom law has a tiny sd but a wide support).
@@ -354,17 +373,8 @@ absl::StatusOr<PldInterval> PldEngine::Delta(std::span<const MechanismEvent> eve
                                              double dominated_below) {
   truncation_relaxed_ = false;
   // At or above the largest finite loss, delta(eps) = Pr[S = +inf] exactly.
-  double max_loss = 0, log_finite = 0;
-  for (const MechanismEvent& e : events) {
-    std::unique_ptr<Plrv> plrv = MakePlrv(e.mechanism, direction);
-    max_loss += static_cast<double>(e.count) * plrv->LossMax();
-    log_finite += static_cast<double>(e.count) * std::log1p(-plrv->InfiniteLossMass());
-  }
-  if (epsilon >= max_loss) {
-    // max with +0: -expm1(0) is -0, which would print as "-0.0".
-    const double inf = std::max(0.0, -std::expm1(log_finite));
-    return PldInterval{inf, inf, 0, 0, 0};
-  }
+  const LossBound bound = LedgerLossBound(events, direction);
+  if (epsilon >= bound.max_loss) return PldInterval{bound.inf_mass, bound.inf_mass, 0, 0, 0};
   absl::StatusOr<PldPlan> plan = PlanForEpsilon(events, direction, epsilon);
   if (!plan.ok()) return plan.status();
   const bool fixed = options_.value_discretization_interval > 0;
@@ -468,15 +478,29 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
                                                Direction direction, double delta,
                                                double dominated_below) {
   truncation_relaxed_ = false;
+  // Losses bounded above by B (the add direction of subsampled mechanisms, -log(1 - q)
+  // a step) give delta(B) = Pr[S = +inf] < delta, so epsilon(delta) <= B: when another
+  // direction's lower end is already >= B, B settles this one without a grid (the
+  // answer's ends are then the other direction's). B is rounded up by 1e-9 relative
+  // (the sum of count * LossMax() is exact to far less).
+  if (dominated_below > 0) {
+    const LossBound bound = LedgerLossBound(events, direction);
+    const double b = std::max(0.0, bound.max_loss) * (1 + 1e-9);
+    if (b <= dominated_below && bound.inf_mass < delta) {
+      return PldInterval{0, b, 0, 0, 0, PldStop::kTargetMet};
+    }
+  }
   absl::StatusOr<PldPlan> plan = PlanForDelta(events, direction, delta);
   if (!plan.ok()) return plan.status();
   const bool fixed = options_.value_discretization_interval > 0;
   const double accuracy = options_.relative_accuracy;
-  double h = InitialStep(events, direction, *plan, std::max(plan->center, plan->sd), accuracy);
+  double h = InitialStep(events, direction, *plan, std::max(plan->center, plan->sd), accuracy,
+                         /*tilted=*/true);
   double h_done = kInf;  // the step of the last grid that fitted
   const double log_delta = std::log(delta);
   PldInterval result;
   bool have = false, replanned = false;
+  int restarts = 0;
   double log_target = log_delta;
   int coarsenings = 0;
   for (int r = 0; r <= (fixed ? 0 : options_.max_refinements);) {
@@ -509,6 +533,21 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       log_target = log_delta + std::log(1e-3) + log_delta - c->pess.log_outside();
       continue;
     }
+    if (!replanned && !fixed && restarts < kMaxRestarts && *up > 0) {
+      // The first step came from the saddle-point guess of epsilon. Where the
+      // certified upper end is far below it (a short ledger of rare sampled steps:
+      // sigma = 1, q = 1e-4, one step, delta = 1e-9 guesses 0.72 for 0.0078), that grid
+      // is too coarse to place the tilt on: start again at the step for the epsilon
+      // found when that is a quarter of the step or less (long ledgers guess within
+      // that), at most kMaxRestarts times (each grid costs a quarter of the next).
+      const double h_up = InitialStep(events, direction, *plan, *up, accuracy, /*tilted=*/true);
+      if (h_up <= h / 4) {
+        h = h_up;
+        ++restarts;
+        continue;
+      }
+      restarts = kMaxRestarts;
+    }
     if (!replanned) {
       // The saddle-point guess of epsilon was off, or the exact CGF that guided it
       // is ruled by losses beyond the truncated tails (rare sampled steps: per step
@@ -520,7 +559,7 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       plan = again;
       if (moved) {
         h = std::min(h, InitialStep(events, direction, *plan, std::max(plan->center, plan->sd),
-                                    accuracy));
+                                    accuracy, /*tilted=*/true));
       }
       const double max_share = kRoundOffShare * accuracy * std::max(1.0, plan->tilt * *up);
       absl::StatusOr<PldPlan> narrow =

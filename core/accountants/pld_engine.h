@@ -52,7 +52,10 @@ class PldEngine {
   absl::StatusOr<PldInterval> Delta(std::span<const MechanismEvent> events, Direction direction,
                                     double epsilon, double dominated_below = 0);
   // dominated_below: stop refining once upper <= this (another direction already
-  // has a larger lower bound); pass 0 for none.
+  // has a larger lower bound); pass 0 for none. A ledger whose losses are bounded
+  // above by B <= dominated_below (sum of count * Plrv::LossMax, e.g. the add
+  // direction of subsampled steps) gets [0, B] without a grid: delta(B) =
+  // E[(1 - e^{B - S})_+] = Pr[S = +inf] < delta, so epsilon(delta) <= B.
   absl::StatusOr<PldInterval> Epsilon(std::span<const MechanismEvent> events, Direction direction,
                                       double delta, double dominated_below = 0);
 
@@ -159,9 +162,11 @@ class PldEngine {
   // tilt that centres it on `epsilon`.
   absl::StatusOr<PldPlan> PlanOnGrid(std::span<const MechanismEvent> events, Direction direction,
                                      const PldPlan& plan, double h, double tail, double epsilon);
-  // Grid step for an epsilon error of about accuracy * epsilon_scale / 4.
+  // Grid step for an epsilon error of about accuracy * epsilon_scale / 4
+  // (ChooseStep; `tilted` for epsilon queries).
   double InitialStep(std::span<const MechanismEvent> events, Direction direction,
-                     const PldPlan& plan, double epsilon_scale, double accuracy) const;
+                     const PldPlan& plan, double epsilon_scale, double accuracy,
+                     bool tilted = false) const;
 
   PldOptions options_;
   Deadline deadline_;

@@ -166,11 +166,20 @@ double QuantizeTilt(double tilt) {
   return std::exp2(std::round(8 * std::log2(tilt)) / 8);
 }
 
-double ChooseStep(const PldPlan& plan, double epsilon_error) {
+double ChooseStep(const PldPlan& plan, double epsilon_error, bool tilted) {
   const double n = std::max(plan.num_steps, 1.0);
   double h = std::sqrt(8 * epsilon_error / (n * (1 + plan.tilt)));
-  // Resolve the composed law itself, whatever the error budget allows.
-  if (plan.sd0 > 0) h = std::min(h, plan.sd0 / 16);
+  // Resolve the composed law itself, whatever the error budget allows. Epsilon
+  // queries resolve the wider of its untilted spread and its tilted one (what the FFT
+  // composes, where delta(epsilon) gets its mass): the tilted one is far wider for
+  // short ledgers of rare sampled steps (sigma = 1, q = 1e-3, one step: 0.0013
+  // untilted, ~0.3 tilted at delta = 1e-9, where the untilted one asked for 2^-14
+  // nats and a 4e-6 wide interval against a 5e-4 target). Delta queries keep the
+  // untilted spread: at a tilt that is not yet centred, a grid that coarse ends
+  // their refinement early (10 steps of sigma = 1, q = 1e-3 at epsilon 2: 3.2% wide
+  // for a 1% target).
+  const double spread = tilted ? std::max(plan.sd0, plan.sd) : plan.sd0;
+  if (spread > 0) h = std::min(h, spread / 16);
   h = std::min(h, 0.25);
   return std::exp2(std::floor(std::log2(h)));
 }

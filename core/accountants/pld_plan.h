@@ -54,6 +54,8 @@ double QuantizeTilt(double tilt);
 // Grid step for a target absolute epsilon error `epsilon_error`: connect-the-dots
 // moves each step's loss by <= h^2/8 on average and adds <= h^2/4 of variance,
 // which shifts epsilon by about (n h^2 / 8)(1 + tilt); rounded down to a power of 2.
-double ChooseStep(const PldPlan& plan, double epsilon_error);
+// At most a 16th of the law's spread: the untilted one (sd0), or with `tilted` the
+// wider of it and the tilted one (sd), see the .cc.
+double ChooseStep(const PldPlan& plan, double epsilon_error, bool tilted = false);
 
 }  // namespace dpledger::core
