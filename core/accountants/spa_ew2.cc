@@ -139,6 +139,11 @@ SpaTiltIntegrals SpaTiltIntegralsAt(double x) {
 }
 
 double SpaEw2Factor(double t, double s, double gamma, double l3, double l4) {
+  const double a = t * s - gamma;
+  return SpaEw2Factor(t, s, gamma, l3, l4, LogMillsRatioGap(a, a + s));
+}
+
+double SpaEw2Factor(double t, double s, double gamma, double l3, double l4, double log_gap) {
   const double a = t * s - gamma, b = a + s;
   const std::array<double, kMaxJ + 1> he = Hermite(-gamma);
   const SpaTiltIntegrals ia = SpaTiltIntegralsAt(a);
@@ -148,7 +153,7 @@ double SpaEw2Factor(double t, double s, double gamma, double l3, double l4) {
   // R(a) (1 - R(b)/R(a)), the gap taken without cancellation (spa_mills.h).
   const double numerator = Correction(ia, he, l3, l4) -
                            std::exp(ib.log_scale - ia.log_scale) * Correction(ib, he, l3, l4);
-  const double denominator = ia.value[0] * std::exp(LogMillsRatioGap(a, b));
+  const double denominator = ia.value[0] * std::exp(log_gap);
   return 1 + numerator / denominator;
 }
 

@@ -31,5 +31,8 @@ SpaTiltIntegrals SpaTiltIntegralsAt(double x);
 // and the normalised cumulants l3, l4. May be <= 0 (the series is not a density);
 // NaN only for non-finite input.
 double SpaEw2Factor(double t, double s, double gamma, double l3, double l4);
+// The same with log(1 - R(b)/R(a)) = LogMillsRatioGap(a, b), a = t s - gamma,
+// b = a + s, already at hand (the mixture's bulk curve has it).
+double SpaEw2Factor(double t, double s, double gamma, double l3, double l4, double log_gap);
 
 }  // namespace dpledger::core

@@ -59,7 +59,8 @@ absl::StatusOr<std::unique_ptr<ConditionedMixture>> ConditionedMixture::Build(
   if (jumps.size() > static_cast<size_t>(kMaxJumpingMechanisms)) {
     return absl::FailedPreconditionError(
         absl::StrFormat("the ledger has %d distinct Poisson-subsampled mechanisms (at most %d "
-                        "are conditioned on)",
+                        "are conditioned on: their count vectors, C(T + G, G) of total <= T, would "
+                        "run past the query cap)",
                         jumps.size(), kMaxJumpingMechanisms));
   }
 

@@ -61,11 +61,14 @@ namespace dpledger::core {
 // Expected number of jump steps sum_g k_g p_g that fixes the thresholds c_g
 // (each mechanism gets an equal share).
 inline constexpr double kExpectedJumps = 1;
-// Most distinct subsampled mechanisms conditioned on. The count vectors of
-// total T number C(T + G - 1, G - 1): measured (2-core machine at load ~10) 1.4-13 s
-// a query with G = 2, 16 s a delta query with G = 3 and 80-150 s with G = 4 (accurate,
-// 0.1% of PLD, but past the service's 30 s query cap), so G >= 3 stays unconditioned.
-inline constexpr int kMaxJumpingMechanisms = 2;
+// Most distinct subsampled mechanisms conditioned on. The count vectors of total
+// <= T number C(T + G, G) (T ~ 10-15 for delta 1e-5..1e-12), each a convolution and a
+// bulk curve (docs/conditioned_mixture.md "Cost"). Measured, whole process, SG(1 +
+// 0.1 g, g 1e-3) x 1000 for g = 1..G (2-core machine; load in brackets): G = 3 delta(1)
+// 1.6-2.6 s, eps(1e-9) 4.2 s (2.4); G = 4 7.7 s (2.2) to 24-27 s (3-4); G = 5 30 s
+// (1.4-4.4); all within 0.1% of PLD. G = 4 reaches the service's 30 s query cap
+// under load (and the query then fails), so at most 3.
+inline constexpr int kMaxJumpingMechanisms = 3;
 // Cell width of the jump law (nats): midpoint cells, O(h^2) error, measured
 // <= 0.1% against PLD at 2e-3; narrower (down to the minimum) where c/2 is.
 inline constexpr double kJumpCellWidth = 2e-3;

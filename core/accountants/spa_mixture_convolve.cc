@@ -82,6 +82,11 @@ double Tilt(const std::vector<double>& v, double tau, double* out, double& l1) {
 
 }  // namespace
 
+// Compiled twice, picked at load time by the CPU (GCC/Clang function multiversioning):
+// the AVX2 version runs the inner loop 4 doubles wide (measured: 44% -> 34% of a
+// G = 3 query). Same operations in the same order (no fused multiply-add), so the
+// same bits.
+__attribute__((target_clones("avx2", "default")))
 std::vector<double> ConvolveDirect(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.empty() || b.empty()) return {};
   std::vector<double> out(a.size() + b.size() - 1, 0.0);
