@@ -65,8 +65,8 @@ inline constexpr double kExpectedJumps = 1;
 // <= T number C(T + G, G) (T ~ 10-15 for delta 1e-5..1e-12), each a convolution and a
 // bulk curve (docs/conditioned_mixture.md "Cost"). Measured, whole process, SG(1 +
 // 0.1 g, g 1e-3) x 1000 for g = 1..G (2-core machine; load in brackets): G = 3 delta(1)
-// 1.6-2.6 s, eps(1e-9) 4.2 s (2.4); G = 4 7.7 s (2.2) to 24-27 s (3-4); G = 5 30 s
-// (1.4-4.4); all within 0.1% of PLD. G = 4 reaches the service's 30 s query cap
+// 2.0-2.6 s, eps(1e-9) 2.6-4.2 s (0.9-2.7); G = 4 7.7 s (2.2) to 24-27 s (3-4); G = 5
+// 30-71 s (1.4-4.4); all within 0.1% of PLD. G = 4 reaches the service's 30 s query cap
 // under load (and the query then fails), so at most 3.
 inline constexpr int kMaxJumpingMechanisms = 3;
 // Cell width of the jump law (nats): midpoint cells, O(h^2) error, measured
