@@ -138,22 +138,39 @@ SpaTiltIntegrals SpaTiltIntegralsAt(double x) {
   return r;
 }
 
-double SpaEw2Factor(double t, double s, double gamma, double l3, double l4) {
-  const double a = t * s - gamma;
-  return SpaEw2Factor(t, s, gamma, l3, l4, LogMillsRatioGap(a, a + s));
+SpaTiltPair SpaTiltPairAt(double a, double s) {
+  SpaTiltPair p;
+  p.a = a;
+  p.s = s;
+  p.at_a = SpaTiltIntegralsAt(a);
+  p.at_b = SpaTiltIntegralsAt(a + s);
+  p.log_mills_a = std::log(p.at_a.value[0]) + p.at_a.log_scale;
+  const double ratio =
+      p.at_b.value[0] / p.at_a.value[0] * std::exp(p.at_b.log_scale - p.at_a.log_scale);
+  p.log_gap = ratio <= 1 - kTiltPairGapMin ? std::log1p(-ratio) : LogMillsRatioGap(a, a + s);
+  return p;
 }
 
-double SpaEw2Factor(double t, double s, double gamma, double l3, double l4, double log_gap) {
-  const double a = t * s - gamma, b = a + s;
+double SpaEw2Factor(double t, double s, double gamma, double l3, double l4) {
+  SpaTiltPair p;
+  p.a = t * s - gamma;
+  p.s = s;
+  p.at_a = SpaTiltIntegralsAt(p.a);
+  p.at_b = SpaTiltIntegralsAt(p.a + s);
+  p.log_gap = LogMillsRatioGap(p.a, p.a + s);
+  return SpaEw2Factor(p, gamma, l3, l4);
+}
+
+double SpaEw2Factor(const SpaTiltPair& pair, double gamma, double l3, double l4) {
   const std::array<double, kMaxJ + 1> he = Hermite(-gamma);
-  const SpaTiltIntegrals ia = SpaTiltIntegralsAt(a);
-  const SpaTiltIntegrals ib = SpaTiltIntegralsAt(b);
+  const SpaTiltIntegrals& ia = pair.at_a;
+  const SpaTiltIntegrals& ib = pair.at_b;
   // [C(a) - C(b)] / [R(a) - R(b)], both sides divided by e^{log_scale(a)}; b > a, so
   // the factor e^{log_scale(b) - log_scale(a)} is at most 1. R(a) - R(b) is
   // R(a) (1 - R(b)/R(a)), the gap taken without cancellation (spa_mills.h).
   const double numerator = Correction(ia, he, l3, l4) -
                            std::exp(ib.log_scale - ia.log_scale) * Correction(ib, he, l3, l4);
-  const double denominator = ia.value[0] * std::exp(log_gap);
+  const double denominator = ia.value[0] * std::exp(pair.log_gap);
   return 1 + numerator / denominator;
 }
 

@@ -115,6 +115,40 @@ TEST(SpaEw2, TiltIntegralsKeepTheirIdentitiesAcrossTheTable) {
   }
 }
 
+TEST(SpaEw2, TiltPairMatchesTheMillsRatioFunctions) {
+  // The bulk curves' pair (issue 15) against spa_mills.h: log R(a) to 1e-14, the gap
+  // log(1 - R(a + s)/R(a)) to 3e-12 relative where it comes from the table (gap
+  // >= 1e-4) and exactly LogMillsRatioGap's below; and the factor from the pair
+  // equals the one from (t, s, gamma) up to that gap's rounding.
+  int from_table = 0, from_gap = 0;
+  for (double a : {-30.0, -3.0, -0.4, 0.0, 0.3, 2.0, 7.5, 23.99, 24.01, 300.0, 1e5}) {
+    for (double s : {1e-7, 1e-3, 0.05, 1.0, 30.0}) {
+      const SpaTiltPair p = SpaTiltPairAt(a, s);
+      EXPECT_NEAR(p.log_mills_a, LogMillsRatio(a), 1e-14 * (1 + std::fabs(LogMillsRatio(a))))
+          << a;
+      const double exact = LogMillsRatioGap(a, a + s);
+      const double gap = std::exp(exact);  // 1 - R(a + s)/R(a)
+      if (gap >= kTiltPairGapMin * 1.01) {
+        EXPECT_NEAR(std::expm1(p.log_gap - exact), 0, 3e-12) << a << " " << s;
+        ++from_table;
+      } else if (gap < kTiltPairGapMin * 0.99) {
+        EXPECT_EQ(p.log_gap, exact) << a << " " << s;
+        ++from_gap;
+      }
+      if (a > 0) {
+        const double t = 0.7;  // a = t s - gamma
+        const double gamma = t * s - a;
+        EXPECT_NEAR(SpaEw2Factor(p, gamma, 0.3, 0.1) - 1,
+                    SpaEw2Factor(t, s, gamma, 0.3, 0.1) - 1,
+                    3e-12 * std::fabs(SpaEw2Factor(t, s, gamma, 0.3, 0.1) - 1) + 1e-300)
+            << a << " " << s;
+      }
+    }
+  }
+  EXPECT_GT(from_table, 20);
+  EXPECT_GT(from_gap, 10);
+}
+
 TEST(SpaEw2, VanishingCumulantsGiveSpCltExactly) {
   // l3 = l4 = 0 leaves only I_0: the factor is exactly 1 (spa.md 4.4), for any
   // sign of the Mills-ratio arguments.
