@@ -67,8 +67,8 @@ inline constexpr double kExpectedJumps = 1;
 // 0.1 g, g 1e-3) x 1000 for g = 1..G, CPU time of delta(1) / eps(1e-9): G = 3 1.7 /
 // 2.3 s, G = 4 6.1 / 10.5 s, G = 5 14 / 44 s, G = 6 27 / 184 s, all within 0.1% of PLD.
 // At this machine's usual load (9-11) G = 4 would be ~20-35 s of wall time (G = 2 ran
-// ~3x its CPU time there), at the service's
-// 30 s query cap (and the query then fails), so at most 3.
+// ~3x its CPU time there), at the service's 30 s query cap (and the query then fails),
+// so at most 3.
 inline constexpr int kMaxJumpingMechanisms = 3;
 // Cell width of the jump law (nats): midpoint cells, O(h^2) error, measured
 // <= 0.1% against PLD at 2e-3; narrower (down to the minimum) where c/2 is.
