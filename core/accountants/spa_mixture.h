@@ -62,7 +62,7 @@ namespace dpledger::core {
 // (each mechanism gets an equal share).
 inline constexpr double kExpectedJumps = 1;
 // Most distinct subsampled mechanisms conditioned on. The count vectors of total
-// <= T number C(T + G, G) (T ~ 10-15 for delta 1e-5..1e-12), each a convolution and a
+// <= T number C(T + G, G) (T ~ 10-18 for delta 1e-5..1e-12), each a convolution and a
 // bulk curve (docs/conditioned_mixture.md "Cost"). Measured, whole process, SG(1 +
 // 0.1 g, g 1e-3) x 1000 for g = 1..G, CPU time of delta(1) / eps(1e-9): G = 3 1.7 /
 // 2.3 s, G = 4 6.1 / 10.5 s, G = 5 14 / 44 s, G = 6 27 / 184 s, all within 0.1% of PLD.
