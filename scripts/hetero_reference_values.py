@@ -9,7 +9,8 @@ on a common grid h, all tilted at the saddle point of the whole ledger's query,
 FFT, each raised to its count, multiplied, untilted; Richardson from h and h/2
 (printed accuracy |v(h/2) - v(h)| / 3).
 
-usage: /usr/bin/python3 scripts/hetero_reference_values.py   (prints C++ table rows)
+usage: /usr/bin/python3 scripts/hetero_reference_values.py [h [H1,H6,...]]
+       (prints C++ table rows; the second argument picks ledgers)
 """
 import os
 import sys
@@ -101,6 +102,9 @@ LEDGERS = {  # name: [(sigma, q, k)], q = 1: plain Gaussian
     "H3": [(1.0, 0.01, 1000), (1.5, 0.01, 2000)],
     "H4": [(2.0, 0.1, 200), (1.0, 0.01, 500), (20.0, 1.0, 20)],
     "H5": [(1.0, 0.1, 100), (1.0, 1e-3, 2000)],
+    # Three and four distinct subsampled mechanisms (issue 15: G >= 3 conditioned).
+    "H6": [(1.0, 1e-3, 1000), (1.1, 2e-3, 1000), (1.2, 3e-3, 1000)],
+    "H7": [(1.0, 1e-3, 1000), (1.1, 2e-3, 1000), (1.2, 3e-3, 1000), (1.3, 4e-3, 1000)],
 }
 CASES = [  # (ledger, query, value)
     ("H1", "delta", 1.0), ("H1", "eps", 1e-9),
@@ -108,12 +112,17 @@ CASES = [  # (ledger, query, value)
     ("H3", "delta", 2.0), ("H3", "eps", 1e-5),
     ("H4", "delta", 1.5), ("H4", "eps", 1e-9),
     ("H5", "delta", 2.0), ("H5", "eps", 1e-12),
+    ("H6", "delta", 1.0), ("H6", "eps", 1e-9),
+    ("H7", "delta", 1.0), ("H7", "eps", 1e-9),
 ]
 
 
 def main():
     h = float(sys.argv[1]) if len(sys.argv) > 1 else 1e-4
+    only = sys.argv[2].split(",") if len(sys.argv) > 2 else None
     for name, query, v in CASES:
+        if only and name not in only:
+            continue
         for d in ["remove", "add"]:
             fn = ledger_eps if query == "eps" else ledger_delta
             val, acc = richardson(lambda hh: fn(LEDGERS[name], d, v, hh), h)

@@ -32,4 +32,20 @@ SpaTiltIntegrals SpaTiltIntegralsAt(double x);
 // NaN only for non-finite input.
 double SpaEw2Factor(double t, double s, double gamma, double l3, double l4);
 
+// The integrals at a and b = a + s with SP-CLT's Mills-ratio terms from them:
+// log R(a) = log I_0(a) + log_scale (~1e-15), and log(1 - R(b)/R(a)) from the two
+// I_0 where that gap is >= kTiltPairGapMin (rounding then < 3e-12 relative), else by
+// LogMillsRatioGap (spa_mills.h), which keeps a small gap's digits. For the
+// mixture's bulk curves (spa_mixture_bulk.h), one table look-up pair per tilt.
+inline constexpr double kTiltPairGapMin = 1e-4;
+struct SpaTiltPair {
+  double a = 0, s = 0;
+  SpaTiltIntegrals at_a, at_b;
+  double log_mills_a = 0;  // log R(a)
+  double log_gap = 0;      // log(1 - R(b)/R(a))
+};
+SpaTiltPair SpaTiltPairAt(double a, double s);
+// SpaEw2Factor with a = t s - gamma from the pair (gamma as above).
+double SpaEw2Factor(const SpaTiltPair& pair, double gamma, double l3, double l4);
+
 }  // namespace dpledger::core

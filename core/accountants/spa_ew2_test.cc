@@ -16,8 +16,9 @@
 namespace dpledger::core {
 namespace {
 
-// The composite Gauss-Legendre rule and the recursion are exact to rounding; the
-// recursion for x < 0 sums positive terms, so a few ulps per step.
+// The table (from the composite Gauss-Legendre rule, Taylor steps of at most 1/16),
+// the asymptotic series and the recursion are exact to rounding; the recursion for
+// x < 0 sums positive terms, so a few ulps per step.
 constexpr double kIntegralTol = 1e-14;
 
 TEST(SpaEw2, TiltIntegralsMatch40DigitQuadrature) {
@@ -36,6 +37,21 @@ TEST(SpaEw2, TiltIntegralsMatch40DigitQuadrature) {
              18.799712059732504}},
       {0.7, {0.77489384877939063, 0.45757430585442656, 0.45459183468129203, 0.5969343274319487,
              0.94592147484151201, 1.7255922773387364, 3.5216927800704446}},
+      {0.0625, {1.1931829647319153, 0.92542606470425529, 1.1353438356878994, 1.7798931396780169,
+                3.294788185833822, 6.9136482970974536, 16.041837910600519}},
+      {3.0625, {0.29928924101087727, 0.083426699404188354, 0.043794974085550438,
+                0.03273129067137849, 0.031145344575554689, 0.035542544922877724,
+                0.046877679051460418}},
+      // Table cell midpoint (the longest Taylor step), the last node, the series.
+      {23.9375, {0.041702929273342709, 0.0017361305193588938, 0.00014430496618918895,
+                 1.7960910564077067e-5, 2.9756019399720628e-6, 6.1517081822701623e-7,
+                 1.5235823855111278e-7}},
+      {24.0, {0.041594702232575505, 0.0017271464181878699, 0.00014318819606662714,
+              1.7776130776688438e-5, 2.937449559358921e-6, 6.0573368213964721e-7,
+              1.4963942544307182e-7}},
+      {24.5, {0.040748664706979117, 0.0016577146790116418, 0.00013465507119389367,
+              1.6380113772888618e-5, 2.6524261459098781e-6, 5.3601451676245739e-7,
+              1.2977506886918433e-7}},
       {2.0, {0.42136922928805447, 0.15726154142389105, 0.10684614644027237, 0.10083078996723737,
              0.11887685938634235, 0.1655694410962648, 0.26324541473918214}},
       {2.5, {0.35426511132979367, 0.11433722167551583, 0.068422057141004084,
@@ -67,6 +83,70 @@ TEST(SpaEw2, TiltIntegralsAreContinuousWhereTheMethodSwitches) {
   for (int j = 0; j <= 6; ++j) {
     EXPECT_NEAR(below.value[j], above.value[j], 1e-13 * above.value[j]) << j;
   }
+}
+
+TEST(SpaEw2, TiltIntegralsKeepTheirIdentitiesAcrossTheTable) {
+  // Issue 15: x >= 0 is a table with Taylor steps (step 1/8, to 24), then an
+  // asymptotic series. Every x on a fine sweep (node, midpoint, both sides of
+  // each switch) keeps I_1 = 1 - x I_0 and I_j = (j - 1) I_{j-2} - x I_{j-1}
+  // where the recursion does not cancel (x <= 1: every term is O(1)), and is
+  // continuous where the method changes (at a cell's midpoint and at x = 24).
+  for (double x = 0; x <= 1; x += 1.0 / 64) {
+    const SpaTiltIntegrals in = SpaTiltIntegralsAt(x);
+    EXPECT_NEAR(in.value[1], 1 - x * in.value[0], 1e-14) << x;
+    for (int j = 2; j <= 6; ++j) {
+      EXPECT_NEAR(in.value[j], (j - 1) * in.value[j - 2] - x * in.value[j - 1],
+                  4e-15 * in.value[j] * j)
+          << x << " j=" << j;
+    }
+  }
+  // (I_j moves by I_{j+1}/I_j <= ~2.5 relative per unit x: 2e-14 apart is <= 5e-14.)
+  for (double x : {0.0625, 3.0625, 11.9375, 23.9375, 24.0}) {
+    const SpaTiltIntegrals below = SpaTiltIntegralsAt(x - 1e-14);
+    const SpaTiltIntegrals above = SpaTiltIntegralsAt(x + 1e-14);
+    for (int j = 0; j <= 6; ++j) {
+      EXPECT_NEAR(below.value[j], above.value[j], 1e-13 * above.value[j]) << x << " j=" << j;
+    }
+  }
+  // I_0 is the Mills ratio (an independent erfc / continued fraction) everywhere.
+  for (double x = 0; x < 60; x += 0.37) {
+    EXPECT_NEAR(std::log(SpaTiltIntegralsAt(x).value[0]), LogMillsRatio(x), 2e-15 * (1 + x))
+        << x;
+  }
+}
+
+TEST(SpaEw2, TiltPairMatchesTheMillsRatioFunctions) {
+  // The bulk curves' pair (issue 15) against spa_mills.h: log R(a) to 1e-14, the gap
+  // log(1 - R(a + s)/R(a)) to 3e-12 relative where it comes from the table (gap
+  // >= 1e-4) and exactly LogMillsRatioGap's below; and the factor from the pair
+  // equals the one from (t, s, gamma) up to that gap's rounding.
+  int from_table = 0, from_gap = 0;
+  for (double a : {-30.0, -3.0, -0.4, 0.0, 0.3, 2.0, 7.5, 23.99, 24.01, 300.0, 1e5}) {
+    for (double s : {1e-7, 1e-3, 0.05, 1.0, 30.0}) {
+      const SpaTiltPair p = SpaTiltPairAt(a, s);
+      EXPECT_NEAR(p.log_mills_a, LogMillsRatio(a), 1e-14 * (1 + std::fabs(LogMillsRatio(a))))
+          << a;
+      const double exact = LogMillsRatioGap(a, a + s);
+      const double gap = std::exp(exact);  // 1 - R(a + s)/R(a)
+      if (gap >= kTiltPairGapMin * 1.01) {
+        EXPECT_NEAR(std::expm1(p.log_gap - exact), 0, 3e-12) << a << " " << s;
+        ++from_table;
+      } else if (gap < kTiltPairGapMin * 0.99) {
+        EXPECT_EQ(p.log_gap, exact) << a << " " << s;
+        ++from_gap;
+      }
+      if (a > 0) {
+        const double t = 0.7;  // a = t s - gamma
+        const double gamma = t * s - a;
+        EXPECT_NEAR(SpaEw2Factor(p, gamma, 0.3, 0.1) - 1,
+                    SpaEw2Factor(t, s, gamma, 0.3, 0.1) - 1,
+                    3e-12 * std::fabs(SpaEw2Factor(t, s, gamma, 0.3, 0.1) - 1) + 1e-300)
+            << a << " " << s;
+      }
+    }
+  }
+  EXPECT_GT(from_table, 20);
+  EXPECT_GT(from_gap, 10);
 }
 
 TEST(SpaEw2, VanishingCumulantsGiveSpCltExactly) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_format.h"
+#include "core/accountants/spa_mixture_convolve.h"
 #include "core/util/log_math.h"
 
 namespace dpledger::core {
@@ -13,40 +14,9 @@ namespace {
 // kMaxJumpLoss nats): beyond, they cannot matter.
 constexpr double kJumpTailFloor = 1e-300;
 constexpr double kMaxJumpLoss = 100;
-// Convolution entries below this fraction of the largest are dropped from the
-// ends (every entry is a probability <= 1: less than 1e-55 lost per term).
-constexpr double kConvolutionFloor = 1e-60;
 // Sums of jumps above eps + kLumpMargin are lumped: D is within e^-6 (0.25%) of 1
 // there, and the estimate takes the middle of [D(-6), 1].
 constexpr double kLumpMargin = 4;
-
-// a * b (full linear convolution), directly: every entry is a sum of
-// non-negative products, so it keeps full relative precision however small it
-// is (an FFT's rounding is ~1e-16 of the LARGEST entry, and the tail values
-// that decide small deltas lie far below it).
-std::vector<double> Convolve(const std::vector<double>& a, const std::vector<double>& b) {
-  std::vector<double> out(a.size() + b.size() - 1, 0.0);
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double v = a[i];
-    if (v == 0) continue;
-    double* dst = out.data() + i;
-    for (size_t j = 0; j < b.size(); ++j) dst[j] += v * b[j];
-  }
-  return out;
-}
-
-// v without its ends below kConvolutionFloor of its largest entry; `first` (the
-// lattice index of v[0]) moves with the cut.
-std::vector<double> Trimmed(const std::vector<double>& v, int64_t& first) {
-  double top = 0;
-  for (double x : v) top = std::max(top, x);
-  size_t lo = 0, hi = v.size();
-  while (lo < hi && !(v[lo] >= kConvolutionFloor * top)) ++lo;
-  while (hi > lo && !(v[hi - 1] >= kConvolutionFloor * top)) --hi;
-  first += static_cast<int64_t>(lo);
-  return std::vector<double>(v.begin() + static_cast<std::ptrdiff_t>(lo),
-                             v.begin() + static_cast<std::ptrdiff_t>(hi));
-}
 
 // Pr_P[|Y| > c] for c > 0.
 double JumpTail(const Plrv& plrv, double c) { return plrv.SfP(c) + plrv.CdfP(-c); }
@@ -89,7 +59,8 @@ absl::StatusOr<std::unique_ptr<ConditionedMixture>> ConditionedMixture::Build(
   if (jumps.size() > static_cast<size_t>(kMaxJumpingMechanisms)) {
     return absl::FailedPreconditionError(
         absl::StrFormat("the ledger has %d distinct Poisson-subsampled mechanisms (at most %d "
-                        "are conditioned on)",
+                        "are conditioned on: their count vectors, C(T + G, G) of total <= T, would "
+                        "run past the query cap)",
                         jumps.size(), kMaxJumpingMechanisms));
   }
 
@@ -335,7 +306,7 @@ void ConditionedMixture::EnsurePowers(const Limits& limits, size_t index) const 
       log_prev_mass = LogAddExp(log_prev_mass, std::log(prev[i]) + pw.log_scales[parent]);
     }
     std::vector<double> next =
-        pw.cell[g].empty() ? std::vector<double>{} : Convolve(prev, pw.cell[g]);
+        pw.cell[g].empty() ? std::vector<double>{} : ConvolveDirect(prev, pw.cell[g]);
     int64_t first = pw.firsts[parent] + pw.cell_first[g];
     const double log_scale = pw.log_scales[parent] + pw.log_scale_cell[g];
     // Entries above s_hi are lumped too (D is within e^-kLumpMargin of 1 there).

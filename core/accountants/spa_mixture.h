@@ -61,11 +61,15 @@ namespace dpledger::core {
 // Expected number of jump steps sum_g k_g p_g that fixes the thresholds c_g
 // (each mechanism gets an equal share).
 inline constexpr double kExpectedJumps = 1;
-// Most distinct subsampled mechanisms conditioned on. The count vectors of
-// total T number C(T + G - 1, G - 1): measured (2-core machine at load ~10) 1.4-13 s
-// a query with G = 2, 16 s a delta query with G = 3 and 80-150 s with G = 4 (accurate,
-// 0.1% of PLD, but past the service's 30 s query cap), so G >= 3 stays unconditioned.
-inline constexpr int kMaxJumpingMechanisms = 2;
+// Most distinct subsampled mechanisms conditioned on. The count vectors of total
+// <= T number C(T + G, G) (T ~ 10-18 for delta 1e-5..1e-12), each a convolution and a
+// bulk curve (docs/conditioned_mixture.md "Cost"). Measured, whole process, SG(1 +
+// 0.1 g, g 1e-3) x 1000 for g = 1..G, CPU time of delta(1) / eps(1e-9): G = 3 1.7 /
+// 2.3 s, G = 4 6.1 / 10.5 s, G = 5 14 / 44 s, G = 6 27 / 184 s, all within 0.1% of PLD.
+// At this machine's usual load (9-11) G = 4 would be ~20-35 s of wall time (G = 2 ran
+// ~3x its CPU time there), at the service's 30 s query cap (and the query then fails),
+// so at most 3.
+inline constexpr int kMaxJumpingMechanisms = 3;
 // Cell width of the jump law (nats): midpoint cells, O(h^2) error, measured
 // <= 0.1% against PLD at 2e-3; narrower (down to the minimum) where c/2 is.
 inline constexpr double kJumpCellWidth = 2e-3;

@@ -194,9 +194,11 @@ BulkCurve MixtureBulk::ForCount(std::span<const double> counts) const {
     double log_d;
     if (t >= -0.5) {
       // SP-CLT at the saddle (gamma = 0): e^{K - t x} E[theta_t(Z)], Z ~ N(0, K'').
-      log_d = k - t * x + LogMillsRatio(t * s) + LogMillsRatioGap(t * s, (t + 1) * s) - kHalfLog2Pi;
+      // (R(ts), the gap to R((t + 1) s) and SP-EW2's integrals: one table pair.)
+      const SpaTiltPair pair = SpaTiltPairAt(t * s, s);
+      log_d = k - t * x + pair.log_mills_a + pair.log_gap - kHalfLog2Pi;
       if (estimator_ == BulkEstimator::kEw2 && t > 0) {
-        const double f = SpaEw2Factor(t, s, 0, c[3] / (s * s * s), c[4] / (k2 * k2));
+        const double f = SpaEw2Factor(pair, 0, c[3] / (s * s * s), c[4] / (k2 * k2));
         if (std::isfinite(f) && f > 0) log_d += std::log(f);
       }
     } else {
