@@ -17,9 +17,32 @@
 // The per-step cumulants of the restricted law come from kBulkCells cells of the
 // law (masses from the PLRV's CDF, each at its midpoint); those of the other
 // mechanisms from Plrv::Tilted. Both are tabulated once on a fixed tilt grid; a
-// curve for count n is then O(grid) and D_n(x) a cubic interpolation in x. An
-// ESTIMATE: no error bound is carried (the Berry-Esseen bound of the bulk could
-// be; not done).
+// curve for count n is then O(grid) and D_n(x) a cubic interpolation in x. The
+// curve is an ESTIMATE.
+//
+// Proven bounds (BulkBound, docs/conditioned_mixture.md "What is certified"):
+// * Cells: each cell [a, a + w] of the restricted law holds exactly its P-mass,
+//   so coupling each restricted step Y with its cell's midpoint y gives
+//   y - w/2 <= Y <= y + w/2, and B_mid - Delta <= B <= B_mid + Delta with
+//   Delta = sum_g n_g w_g / 2 (B_mid: the sum with every restricted step at its
+//   cell's midpoint, the rest in full). D is non-increasing in x and
+//   D_{B + a}(x) = D_B(x - a), so D_mid(x + Delta) <= D(x) <= D_mid(x - Delta).
+// * D_mid by Theorem 5 of spa.md 5.1 (Berry-Esseen on the tilted sum, any tilt
+//   t > 0, any x, the general-gamma Gaussian form): with
+//   theta_t(y) = e^{-ty}(1 - e^{-y})_+, unimodal with maximum t^t/(t+1)^{t+1},
+//   D(x) = e^{K(t) - tx} E[theta_t(B_t - x)] and
+//   |E theta_t(B_t - x) - E theta_t(Z - x)| <= max theta_t 1.12 P_t / K''(t)^{3/2},
+//   Z ~ N(K'(t), K''(t)), P_t the sum of the steps' tilted third absolute central
+//   moments (restricted steps: from the same cells; the rest: Plrv::Tilted's
+//   abs3, as the unconditioned SPA uses it). Also D <= e^{K(t) - tx} max theta_t.
+// * Below the mean, the exact complement D = 1 - e^{x + K(-1)} + E[(e^{x-B} - 1)_+]:
+//   the last term is >= 0 and, at a tilt t < -1 with tau = -t - 1 > 0, equals
+//   e^{K(t) - tx} E[theta_tau(x - B_t)], so the same Berry-Esseen argument bounds it.
+// * The tilt used for x is the table's tilt whose K' is nearest x (no
+//   interpolation: every candidate is a valid bound, the best one is kept).
+// Floating point: relative margins kSpaEtaP on P_t and kBulkBoundEta on D (cell
+// sums of 8192 terms and Plrv::Tilted's quadrature, spa.md 5.2), plus 1e-15
+// absolute on the complement's O(1) terms (rounding of 1 - e^a).
 //
 // Thread safety: immutable after Build.
 #pragma once
@@ -64,6 +87,28 @@ class BulkCurve {
   double reach_;
 };
 
+// Proven lower and upper bounds on log D_n(x) for one vector of counts.
+class BulkBound {
+ public:
+  struct Tilt {
+    double t, k, k1, s, log_be;  // K, K', sqrt K'', log(1.12 P_t (1 + eta_P) / K''^{3/2})
+  };
+  BulkBound(std::vector<Tilt> rows, double log_mgf_minus1, double shift);
+  double LogLower(double x) const { return LogLowerMid(x + shift_); }
+  double LogUpper(double x) const { return LogUpperMid(x - shift_); }
+
+ private:
+  // Bounds on D of B_mid (the restricted steps at their cell midpoints).
+  double LogLowerMid(double x) const;
+  double LogUpperMid(double x) const;
+  // Candidates: the rows of tilt > 0 (resp. < -1) whose K' is nearest x.
+  const Tilt* Positive(double x) const;
+  const Tilt* Negative(double x) const;
+  std::vector<Tilt> pos_, neg_;  // by increasing t (and K')
+  double log_mgf_minus1_;        // K_mid(-1)
+  double shift_;                 // Delta
+};
+
 class MixtureBulk {
  public:
   // `jumping`: the subsampled mechanisms, each restricted to |Y| <= its
@@ -75,6 +120,8 @@ class MixtureBulk {
 
   // The curve of counts[g] restricted steps of jumping[g] (each g) plus the rest.
   BulkCurve ForCount(std::span<const double> counts) const;
+  // Proven bounds on the same D_n (header comment).
+  BulkBound BoundForCount(std::span<const double> counts) const;
 
  private:
   // Per tilt: cumulants K..K'''' of one restricted step of each mechanism (b,
@@ -85,6 +132,9 @@ class MixtureBulk {
     std::array<double, 5> kr;
   };
   std::vector<Row> rows_;
+  std::vector<std::vector<double>> pb_;  // per row: P_t of a restricted step of each mechanism
+  std::vector<double> pr_;               // per row: P_t of the rest
+  std::vector<double> cell_width_;       // per mechanism: width of its restricted cells
   std::vector<double> kb_minus1_;  // K(-1) of a restricted step of each mechanism
   double kr_minus1_ = 0;           // K(-1) of the rest
   BulkEstimator estimator_ = BulkEstimator::kClt;

@@ -11,6 +11,11 @@ namespace {
 
 // A direction's truncation is relative to this fraction of the other's estimate.
 constexpr double kOtherDirectionFraction = 1e-3;
+// Certified eps ends: bisection from the estimate to 1e-4 of the end, at most 16
+// bound evaluations an end; the first step tries 2% of the way.
+constexpr int kIntervalSearchSteps = 16;
+constexpr double kIntervalSearchTolerance = 1e-4;
+constexpr double kIntervalFirstStep = 0.02;
 
 void Note(const ConditionedMixture& mix, const MixtureDelta& d,
           std::vector<AnswerDiagnostic>& diagnostics) {
@@ -105,6 +110,50 @@ absl::StatusOr<std::optional<double>> MixtureEstimate::Epsilon(
     estimate = std::max(estimate, *eps);
   }
   return estimate;
+}
+
+absl::StatusOr<std::array<double, 2>> MixtureEstimate::BoundsIn(double epsilon, double lo,
+                                                                double hi, double log_floor,
+                                                                const Deadline& deadline) const {
+  std::array<double, 2> out{0, 0};
+  for (const ConditionedMixture* mix : active_) {
+    absl::StatusOr<MixtureBounds> b = mix->DeltaBoundsIn(epsilon, lo, hi, deadline, log_floor);
+    if (!b.ok()) return b.status();
+    out[0] = std::max(out[0], std::exp(b->log_lower));
+    out[1] = std::max(out[1], std::exp(b->log_upper));
+  }
+  return out;
+}
+
+absl::StatusOr<std::array<double, 2>> MixtureEstimate::DeltaInterval(
+    double epsilon, const Deadline& deadline) const {
+  return BoundsIn(epsilon, epsilon, epsilon, -kInf, deadline);
+}
+
+absl::StatusOr<std::array<double, 2>> MixtureEstimate::EpsilonInterval(
+    double delta, double estimate, double lo, double hi, const Deadline& deadline) const {
+  const double log_floor = std::log(delta);
+  // Each end: bisection between the estimate (where the bound does not hold,
+  // presumably) and the given valid end, keeping the best point where it holds.
+  auto search = [&](int side, double valid) -> absl::StatusOr<double> {
+    double inside = estimate, best = valid;
+    for (int i = 0; i < kIntervalSearchSteps && std::abs(best - inside) >
+                                                    kIntervalSearchTolerance * std::abs(best);
+         ++i) {
+      const double x = i == 0 ? inside + (best - inside) * kIntervalFirstStep
+                              : 0.5 * (inside + best);
+      absl::StatusOr<std::array<double, 2>> b = BoundsIn(x, lo, hi, log_floor, deadline);
+      if (!b.ok()) return b.status();
+      const bool holds = side == 0 ? (*b)[0] > delta : (*b)[1] <= delta;
+      (holds ? best : inside) = x;
+    }
+    return best;
+  };
+  absl::StatusOr<double> lower = search(0, lo);
+  if (!lower.ok()) return lower.status();
+  absl::StatusOr<double> upper = search(1, hi);
+  if (!upper.ok()) return upper.status();
+  return std::array<double, 2>{*lower, *upper};
 }
 
 }  // namespace dpledger::core
