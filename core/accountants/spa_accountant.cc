@@ -87,7 +87,7 @@ class SpaAccountant final : public Accountant {
           mixture_.Delta(epsilon, -kInf, deadline(), diagnostics_);
       if (!estimate.ok()) return estimate.status();
       if (estimate->has_value()) {
-        absl::StatusOr<std::array<double, 2>> mix = mixture_.DeltaInterval(epsilon, deadline());
+        absl::StatusOr<std::array<double, 2>> mix = mixture_.DeltaInterval(epsilon, **estimate, deadline());
         if (!mix.ok()) return mix.status();
         Intersect(*mix, out.lower, out.upper);
         out.estimate = std::clamp(**estimate, out.lower, out.upper);

@@ -19,6 +19,9 @@ constexpr double kConvolutionFloor = 1e-60;
 // Sums of jumps above eps + kLumpMargin are lumped: D is within e^-6 (0.25%) of 1
 // there, and the estimate takes the middle of [D(-6), 1].
 constexpr double kLumpMargin = 4;
+// The bounds evaluate D only at jump sums whose weight is at least this fraction
+// of the floor (the target delta, or the estimate); the others count as D in [0, 1].
+constexpr double kSkipFraction = 1e-14;
 
 // a * b (full linear convolution), directly: every entry is a sum of
 // non-negative products, so it keeps full relative precision however small it
@@ -274,7 +277,8 @@ const BulkBound& ConditionedMixture::Bound(size_t composition) const {
     for (size_t g = 0; g < jumps_.size(); ++g) {
       counts.push_back(jumps_[g].k - compositions_[composition].m[g]);
     }
-    b = bulk_->BoundForCount(counts);
+    // The cache grid ends one nat past the estimate's reach, with a step of h/4.
+    b = bulk_->BoundForCount(counts, Curve(composition).reach() + 1, h_ / 4);
   }
   return *b;
 }
@@ -532,14 +536,22 @@ absl::StatusOr<MixtureBounds> ConditionedMixture::DeltaBoundsIn(double epsilon, 
       const std::vector<double>& sum = pw.sums[c];
       const double log_w = compositions_[c].log_weight + pw.log_scales[c];
       const BulkBound& bound = Bound(c);
-      double lower = -kInf, upper = -kInf;
+      double lower = -kInf, upper = -kInf, skipped = 0;
+      // Entries below kSkipFraction of the floor are counted with D in [0, 1].
+      const double skip_below =
+          log_floor + std::log(kSkipFraction) - compositions_[c].log_weight - pw.log_scales[c];
       for (size_t i = 0; i < sum.size(); ++i) {
         if (sum[i] <= 0) continue;
-        const double s = h * static_cast<double>(pw.firsts[c] + static_cast<int64_t>(i));
         const double log_p = std::log(sum[i]);
+        if (log_p < skip_below) {
+          skipped += sum[i];
+          continue;
+        }
+        const double s = h * static_cast<double>(pw.firsts[c] + static_cast<int64_t>(i));
         lower = LogAddExp(lower, log_p + bound.LogLower(epsilon - s));
         upper = LogAddExp(upper, log_p + bound.LogUpper(epsilon - s - shift));
       }
+      if (skipped > 0) upper = LogAddExp(upper, std::log(skipped));
       out.log_lower = LogAddExp(out.log_lower, log_w + lower);
       out.log_upper = LogAddExp(out.log_upper, log_w + upper);
       const double log_weight = compositions_[c].log_weight;

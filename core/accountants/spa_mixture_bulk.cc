@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/accountants/spa_delta.h"
 #include "core/accountants/spa_ew2.h"
@@ -27,6 +28,10 @@ constexpr double kHalfLog2Pi = 0.91893853320467274;
 // absolute one on the complement's O(1) terms.
 constexpr double kBulkBoundEta = 1e-6;
 constexpr double kComplementRounding = 1e-15;
+// The bound cache grid starts this many standard deviations below the bulk mean
+// (D ~ 1 below) and has at most this many points.
+constexpr double kGridSpreads = 12;
+constexpr double kMaxGridPoints = 1 << 22;
 
 // Pr_P[a < Y <= b] from whichever tail keeps its digits.
 double CellMass(const Plrv& plrv, double a, double b) {
@@ -232,13 +237,16 @@ BulkCurve MixtureBulk::ForCount(std::span<const double> counts) const {
   return BulkCurve(std::move(xs), std::move(log_ds), k_minus1);
 }
 
-BulkBound MixtureBulk::BoundForCount(std::span<const double> counts) const {
+BulkBound MixtureBulk::BoundForCount(std::span<const double> counts, double x_hi,
+                                     double step) const {
   double k_minus1 = kr_minus1_, shift = 0;
   for (size_t g = 0; g < counts.size(); ++g) {
     k_minus1 += counts[g] * kb_minus1_[g];
     shift += counts[g] * cell_width_[g] / 2;
   }
   std::vector<BulkBound::Tilt> tilts;
+  double mean = 0;
+  double x_lo = x_hi;  // the grid starts kGridSpreads standard deviations below the mean
   for (size_t r = 0; r < rows_.size(); ++r) {
     const Row& row = rows_[r];
     double k = row.kr[0], k1 = row.kr[1], k2 = row.kr[2], p3 = pr_[r];
@@ -252,12 +260,21 @@ BulkBound MixtureBulk::BoundForCount(std::span<const double> counts) const {
     const double log_be =
         std::log(kSpaBerryEsseenFactor * p3 * (1 + kSpaEtaP)) - 1.5 * std::log(k2);
     tilts.push_back({row.t, k, k1, std::sqrt(k2), log_be});
+    if (row.t == 0) {
+      mean = k1;
+      x_lo = std::min(x_lo, k1 - kGridSpreads * std::sqrt(k2));
+    }
   }
-  return BulkBound(std::move(tilts), k_minus1, shift);
+  return BulkBound(std::move(tilts), k_minus1, shift, mean, x_lo, x_hi, step);
 }
 
-BulkBound::BulkBound(std::vector<Tilt> rows, double log_mgf_minus1, double shift)
-    : log_mgf_minus1_(log_mgf_minus1), shift_(shift) {
+BulkBound::BulkBound(std::vector<Tilt> rows, double log_mgf_minus1, double shift, double mean,
+                     double x0, double x1, double step)
+    : log_mgf_minus1_(log_mgf_minus1), shift_(shift), mean_(mean), x0_(x0), step_(step) {
+  const double n = std::ceil((x1 - x0) / step) + 1;
+  const size_t size = n > 0 && n < kMaxGridPoints ? static_cast<size_t>(n) : 0;
+  lower_.assign(size, kNaN);
+  upper_.assign(size, kNaN);
   for (const Tilt& r : rows) {
     // K' is increasing in t; a row that is not (rounding at the extremes) is skipped.
     std::vector<Tilt>& side = r.t > 0 ? pos_ : neg_;
@@ -265,6 +282,26 @@ BulkBound::BulkBound(std::vector<Tilt> rows, double log_mgf_minus1, double shift
     if (!side.empty() && !(r.k1 > side.back().k1)) continue;
     side.push_back(r);
   }
+}
+
+double BulkBound::LogUpper(double x) const {
+  const double u = (x - shift_ - x0_) / step_;
+  if (upper_.empty() || !(u >= 0)) return LogUpperMid(x - shift_);
+  // The grid point at or below x (the last one above the grid).
+  const size_t j = std::min(static_cast<size_t>(u), upper_.size() - 1);
+  if (std::isnan(upper_[j])) upper_[j] = LogUpperMid(x0_ + step_ * static_cast<double>(j));
+  return upper_[j];
+}
+
+double BulkBound::LogLower(double x) const {
+  const double u = (x + shift_ - x0_) / step_;
+  if (lower_.empty() || !(u >= 0)) return LogLowerMid(x + shift_);
+  // The grid point at or above x (none above the grid: D >= 0).
+  const double j = std::ceil(u);
+  if (j >= static_cast<double>(lower_.size())) return -kInf;
+  const size_t i = static_cast<size_t>(j);
+  if (std::isnan(lower_[i])) lower_[i] = LogLowerMid(x0_ + step_ * j);
+  return lower_[i];
 }
 
 const BulkBound::Tilt* BulkBound::Positive(double x) const {
@@ -287,13 +324,15 @@ const BulkBound::Tilt* BulkBound::Negative(double x) const {
 
 double BulkBound::LogUpperMid(double x) const {
   double best = 0;  // D <= 1
-  if (const Tilt* r = Positive(x)) {
+  // Above the mean the tilt is positive, below it the complement's (< -1): the
+  // other form is valid too but worse there, and not evaluated.
+  if (const Tilt* r = x >= mean_ || neg_.empty() ? Positive(x) : nullptr) {
     // e^{K - tx} (E theta_t(Z - x) + err), and the plain e^{K - tx} max theta_t.
     const double base = r->k - r->t * x, log_max = base + LogThetaMax(r->t);
     const double clt = base + LogGaussianThetaMean(r->t, r->s, (r->k1 - x) / r->s);
     best = std::min(best, std::min(LogAddExp(clt, log_max + r->log_be), log_max));
   }
-  if (const Tilt* r = Negative(x)) {
+  if (const Tilt* r = x < mean_ || pos_.empty() ? Negative(x) : nullptr) {
     // 1 - e^{x + K(-1)} + e^{K - tx} E theta_tau(x - B_t), tau = -t - 1.
     const double tau = -r->t - 1, base = r->k - r->t * x, log_max = base + LogThetaMax(tau);
     const double clt = base + LogGaussianThetaMean(tau, r->s, (x - r->k1) / r->s);
@@ -307,13 +346,13 @@ double BulkBound::LogUpperMid(double x) const {
 
 double BulkBound::LogLowerMid(double x) const {
   double best = -kInf;
-  if (const Tilt* r = Positive(x)) {
+  if (const Tilt* r = x >= mean_ || neg_.empty() ? Positive(x) : nullptr) {
     const double base = r->k - r->t * x, log_max = base + LogThetaMax(r->t);
     const double clt = base + LogGaussianThetaMean(r->t, r->s, (r->k1 - x) / r->s);
     const double err = log_max + r->log_be;
     if (clt > err) best = std::max(best, LogSubExp(clt, err));
   }
-  if (const Tilt* r = Negative(x)) {
+  if (const Tilt* r = x < mean_ || pos_.empty() ? Negative(x) : nullptr) {
     const double tau = -r->t - 1, base = r->k - r->t * x, log_max = base + LogThetaMax(tau);
     const double clt = base + LogGaussianThetaMean(tau, r->s, (x - r->k1) / r->s);
     const double err = log_max + r->log_be;

@@ -38,8 +38,13 @@
 // * Below the mean, the exact complement D = 1 - e^{x + K(-1)} + E[(e^{x-B} - 1)_+]:
 //   the last term is >= 0 and, at a tilt t < -1 with tau = -t - 1 > 0, equals
 //   e^{K(t) - tx} E[theta_tau(x - B_t)], so the same Berry-Esseen argument bounds it.
-// * The tilt used for x is the table's tilt whose K' is nearest x (no
-//   interpolation: every candidate is a valid bound, the best one is kept).
+// * The tilt used for x is the table's tilt whose K' is nearest x, positive above
+//   the mean, below -1 (the complement) below it (no interpolation: every tilt
+//   gives a valid bound).
+// * Cached on a grid x_j = x0 + j step (filled on demand): D is non-increasing, so
+//   D(x) <= upper(x_j) for the grid point x_j <= x and D(x) >= lower(x_j) for the
+//   one x_j >= x (a step of h/4 costs at most e^{t step} - 1 of width at the
+//   saddle tilt t). Above the grid: upper(last point), lower 0; below it: direct.
 // Floating point: relative margins kSpaEtaP on P_t and kBulkBoundEta on D (cell
 // sums of 8192 terms and Plrv::Tilted's quadrature, spa.md 5.2), plus 1e-15
 // absolute on the complement's O(1) terms (rounding of 1 - e^a).
@@ -93,9 +98,11 @@ class BulkBound {
   struct Tilt {
     double t, k, k1, s, log_be;  // K, K', sqrt K'', log(1.12 P_t (1 + eta_P) / K''^{3/2})
   };
-  BulkBound(std::vector<Tilt> rows, double log_mgf_minus1, double shift);
-  double LogLower(double x) const { return LogLowerMid(x + shift_); }
-  double LogUpper(double x) const { return LogUpperMid(x - shift_); }
+  // The cache grid covers [x0, x1] of B_mid with spacing `step`.
+  BulkBound(std::vector<Tilt> rows, double log_mgf_minus1, double shift, double mean, double x0,
+            double x1, double step);
+  double LogLower(double x) const;
+  double LogUpper(double x) const;
 
  private:
   // Bounds on D of B_mid (the restricted steps at their cell midpoints).
@@ -107,6 +114,9 @@ class BulkBound {
   std::vector<Tilt> pos_, neg_;  // by increasing t (and K')
   double log_mgf_minus1_;        // K_mid(-1)
   double shift_;                 // Delta
+  double mean_;                  // K_mid'(0)
+  double x0_ = 0, step_ = 1;
+  mutable std::vector<double> lower_, upper_;  // per grid point, NaN until computed
 };
 
 class MixtureBulk {
@@ -121,7 +131,9 @@ class MixtureBulk {
   // The curve of counts[g] restricted steps of jumping[g] (each g) plus the rest.
   BulkCurve ForCount(std::span<const double> counts) const;
   // Proven bounds on the same D_n (header comment).
-  BulkBound BoundForCount(std::span<const double> counts) const;
+  // `x_hi`: above it D is negligible (the cache grid ends there); `step`: the
+  // cache grid's spacing.
+  BulkBound BoundForCount(std::span<const double> counts, double x_hi, double step) const;
 
  private:
   // Per tilt: cumulants K..K'''' of one restricted step of each mechanism (b,

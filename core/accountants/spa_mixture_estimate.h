@@ -73,8 +73,9 @@ class MixtureEstimate {
                                                 const Deadline& deadline,
                                                 std::vector<AnswerDiagnostic>& diagnostics) const;
 
-  // After Applies() returned true: proven [lower, upper] of delta(eps).
-  absl::StatusOr<std::array<double, 2>> DeltaInterval(double epsilon,
+  // After Applies() returned true: proven [lower, upper] of delta(eps);
+  // `estimate` (Delta's) only sets which terms need precision.
+  absl::StatusOr<std::array<double, 2>> DeltaInterval(double epsilon, double estimate,
                                                       const Deadline& deadline) const;
   // Proven ends of eps(delta), searched from the estimate `estimate` towards the
   // given valid ends [lo, hi] (which are returned where no better end is found).
