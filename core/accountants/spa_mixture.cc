@@ -22,6 +22,9 @@ constexpr double kLumpMargin = 4;
 // The bounds evaluate D only at jump sums whose weight is at least this fraction
 // of the floor (the target delta, or the estimate); the others count as D in [0, 1].
 constexpr double kSkipFraction = 1e-14;
+// log(1 + 1e-6): relative margin of the bounds for the rounding of the binomial
+// weights and the convolution sums (relative errors ~1e-13).
+constexpr double kSumMargin = 1e-6;
 
 // a * b (full linear convolution), directly: every entry is a sum of
 // non-negative products, so it keeps full relative precision however small it
@@ -521,8 +524,9 @@ absl::StatusOr<MixtureBounds> ConditionedMixture::DeltaBoundsIn(double epsilon, 
   out.log_upper = -kInf;
   if (epsilon >= ess_sup_) return out;  // delta = 0 exactly
   // Jumps beyond the tabulated cells: Pr[some step has one] <= sum_g k_g beyond_g.
+  // A law with p > 0 but no tabulated cell (rounding) has all its jumps beyond.
   double beyond = 0;
-  for (const JumpLaw& law : jumps_) beyond += law.k * law.beyond;
+  for (const JumpLaw& law : jumps_) beyond += law.k * (law.max_jumps > 0 ? law.beyond : law.p);
   int max_total = 0;
   for (const JumpLaw& law : jumps_) max_total = std::min(max_total + law.max_jumps, kMaxMixtureTerms - 1);
   double truncated = 0;
@@ -584,7 +588,10 @@ absl::StatusOr<MixtureBounds> ConditionedMixture::DeltaBoundsIn(double epsilon, 
       break;
     }
   }
-  out.log_upper = std::min(0.0, LogAddExp(out.log_upper, std::log(truncated + beyond)));
+  // The weights and sums carry rounding too: the same relative margin as D's.
+  out.log_upper =
+      std::min(0.0, LogAddExp(out.log_upper, std::log(truncated + beyond)) + kSumMargin);
+  out.log_lower -= kSumMargin;
   return out;
 }
 
