@@ -171,12 +171,22 @@ absl::StatusOr<std::array<double, 2>> MixtureEstimate::EpsilonInterval(
       } else if (!found && out == given) {
         break;  // the mixture's bound does not hold even at the given end
       } else {
+        const double prev = in, v_prev = v_in;
         in = out;
         v_in = v;
         if (last == -1) v_out *= 0.5;
         last = -1;
-        if (!found) {  // no valid point yet: try the given end
-          out = given;
+        if (!found) {
+          // No valid point yet: extrapolate the line through the last two failing
+          // points past kIntervalAim (twice as far), else double the distance
+          // from the estimate; never past the given end.
+          double x = v_in > v_prev
+                         ? in + (2 * kIntervalAim - v_in) * (in - prev) / (v_in - v_prev)
+                         : in + (in - estimate);
+          if (!((x - in) * (given - in) > 0) || std::abs(x - in) >= std::abs(given - in)) {
+            x = given;
+          }
+          out = x;
           continue;
         }
       }
