@@ -192,6 +192,29 @@ TEST(SpaMixture, CertifiedIntervalsContainPldAtFinePrecision) {
   }
 }
 
+// Regression (issue 15, found checking the bounds): Laplace's PLRV has atoms at
+// both ends of its loss, and the bulk's first cell (a, b] left out the one at the
+// least loss (18% of the mass at scale 1, q 0.01), so the conditioned estimate was
+// 1% high (eps(1e-8) 1.10954; delta(1) clamped to the unconditioned upper 1.287e-7)
+// and the mixture's lower end above the truth. PLD (--pld-precision 1e-4):
+// eps(1e-8) in [1.0978871, 1.0981100], delta(1) in [9.86359e-8, 9.90612e-8].
+TEST(SpaMixture, SubsampledLaplaceAtomsAreInTheBulk) {
+  absl::StatusOr<std::unique_ptr<Accountant>> a = CreateSpaAccountant();
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE((*a)->Compose(*Mechanism::SubsampledLaplace(1, 0.01), 500).ok());
+  absl::StatusOr<EpsilonBound> e = (*a)->EpsilonForDelta(1e-8);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(Diagnostic(**a, "conditioned"), "yes");
+  EXPECT_NEAR(e->estimate, 1.098, 0.001 * 1.098);
+  EXPECT_LE(e->lower, 1.0978871);
+  EXPECT_GE(e->upper, 1.0981100);
+  absl::StatusOr<DeltaBound> d = (*a)->DeltaForEpsilon(1.0);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_NEAR(d->estimate, 9.8849e-8, 0.01 * 9.8849e-8);
+  EXPECT_LE(d->lower, 9.86359e-8);
+  EXPECT_GE(d->upper, 9.90612e-8);
+}
+
 // Issue 15: sigma 1, q 1e-3, delta 1e-9, 1000 steps: true epsilon 0.411 (PLD:
 // delta(0.4111) = 1.00026e-9, so eps(1e-9) lies just above 0.4111).
 TEST(SpaMixture, EpsilonEstimateAtTheKnownHardRow) {
