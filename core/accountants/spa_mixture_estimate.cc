@@ -15,7 +15,7 @@ constexpr double kOtherDirectionFraction = 1e-3;
 // within 2e-4 (relative) of an invalid point, at most 10 bound evaluations an
 // end; the first step tries 2% of the way to the given end, and each step aims
 // at log(delta / bound) = 0.01 (1% inside).
-constexpr int kIntervalSearchSteps = 10;
+constexpr int kIntervalSearchSteps = 16;
 constexpr double kIntervalSearchTolerance = 2e-4;
 constexpr double kIntervalFirstStep = 0.02;
 constexpr double kIntervalAim = 0.01;
