@@ -190,7 +190,7 @@ TEST_F(LedgerServiceTest, SpaJobsAdmitBoundsOnlyAndSpentAnswersTheConditionedEst
   EXPECT_NEAR(spent->epsilon->estimate, 0.4111, 0.01 * 0.4111);
   // Admission's certified ends are the unconditioned ones; Spent's are also carried
   // through the mixture (docs/conditioned_mixture.md "What is certified"): inside
-  // them, and much narrower (measured [0.39956, 0.42578]; PLD [0.41106, 0.41114]).
+  // them, and much narrower (measured [0.39965, 0.42526]; PLD [0.41106, 0.41114]).
   EXPECT_GE(spent->epsilon->lower, ack->spent.lower);
   EXPECT_LE(spent->epsilon->upper, ack->spent.upper);
   EXPECT_LE(spent->epsilon->lower, 0.41106);

@@ -29,9 +29,6 @@ constexpr double kHalfLog2Pi = 0.91893853320467274;
 // absolute one on the complement's O(1) terms.
 constexpr double kBulkBoundEta = 1e-6;
 constexpr double kComplementRounding = 1e-15;
-// 2 C_BE for identically distributed summands: Shevtsova (2011), C_BE <= 0.4748
-// (spa.md 5.1 notes it; the bulk of one mechanism with no other steps is i.i.d.).
-constexpr double kIidBerryEsseenFactor = 2 * 0.4748;
 // The bound cache grid starts this many standard deviations below the bulk mean
 // (D ~ 1 below) and has at most this many points.
 constexpr double kGridSpreads = 12;
@@ -162,7 +159,6 @@ absl::StatusOr<MixtureBulk> MixtureBulk::Build(std::span<const RestrictedStep> j
                                                const Deadline& deadline) {
   MixtureBulk bulk;
   bulk.estimator_ = estimator;
-  bulk.iid_ = jumping.size() == 1 && rest.empty();
   std::vector<std::vector<double>> ys(jumping.size()), masses(jumping.size());
   for (size_t g = 0; g < jumping.size(); ++g) {
     bulk.cell_width_.push_back(
@@ -268,8 +264,7 @@ BulkBound MixtureBulk::BoundForCount(std::span<const double> counts, double x_hi
     }
     if (!(k2 > 0) || !std::isfinite(k) || !std::isfinite(k1) || !std::isfinite(p3)) continue;
     const double log_be =
-        std::log((iid_ ? kIidBerryEsseenFactor : kSpaBerryEsseenFactor) * p3 * (1 + kSpaEtaP)) -
-        1.5 * std::log(k2);
+        std::log(kSpaBerryEsseenFactor * p3 * (1 + kSpaEtaP)) - 1.5 * std::log(k2);
     tilts.push_back({row.t, k, k1, std::sqrt(k2), log_be});
     if (row.t == 0) {
       mean = k1;

@@ -32,9 +32,8 @@
 //   theta_t(y) = e^{-ty}(1 - e^{-y})_+, unimodal with maximum t^t/(t+1)^{t+1},
 //   D(x) = e^{K(t) - tx} E[theta_t(B_t - x)] and
 //   |E theta_t(B_t - x) - E theta_t(Z - x)| <= max theta_t 1.12 P_t / K''(t)^{3/2},
-//   (2 x 0.4748 in place of 1.12, Shevtsova 2011, when the bulk is one
-//   mechanism's i.i.d. steps), Z ~ N(K'(t), K''(t)), P_t the sum of the steps'
-//   tilted third absolute central moments (restricted steps: from the same cells; the rest: Plrv::Tilted's
+//   Z ~ N(K'(t), K''(t)), P_t the sum of the steps' tilted third absolute central
+//   moments (restricted steps: from the same cells; the rest: Plrv::Tilted's
 //   abs3, as the unconditioned SPA uses it). Also D <= e^{K(t) - tx} max theta_t.
 // * Below the mean, the exact complement D = 1 - e^{x + K(-1)} + E[(e^{x-B} - 1)_+]:
 //   the last term is >= 0 and, at a tilt t < -1 with tau = -t - 1 > 0, equals
@@ -154,7 +153,6 @@ class MixtureBulk {
   std::vector<double> kb_minus1_;  // K(-1) of a restricted step of each mechanism
   double kr_minus1_ = 0;           // K(-1) of the rest
   BulkEstimator estimator_ = BulkEstimator::kClt;
-  bool iid_ = false;  // one restricted mechanism and no other steps: i.i.d. summands
 };
 
 }  // namespace dpledger::core
