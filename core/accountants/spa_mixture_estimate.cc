@@ -12,7 +12,7 @@ namespace {
 // A direction's truncation is relative to this fraction of the other's estimate.
 constexpr double kOtherDirectionFraction = 1e-3;
 // Certified eps ends: regula falsi from the estimate until the valid end is
-// within 2e-4 (relative) of an invalid point, at most 10 bound evaluations an
+// within 2e-4 (relative) of an invalid point, at most 16 bound evaluations an
 // end; the first step tries 2% of the way to the given end, and each step aims
 // at log(delta / bound) = 0.01 (1% inside).
 constexpr int kIntervalSearchSteps = 16;
