@@ -1,6 +1,7 @@
 #include "core/accountants/spa_accountant.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -85,7 +86,12 @@ class SpaAccountant final : public Accountant {
       absl::StatusOr<std::optional<double>> estimate =
           mixture_.Delta(epsilon, -kInf, deadline(), diagnostics_);
       if (!estimate.ok()) return estimate.status();
-      if (estimate->has_value()) out.estimate = std::clamp(**estimate, out.lower, out.upper);
+      if (estimate->has_value()) {
+        absl::StatusOr<std::array<double, 2>> mix = mixture_.DeltaInterval(epsilon, **estimate, deadline());
+        if (!mix.ok()) return mix.status();
+        Intersect(*mix, out.lower, out.upper);
+        out.estimate = std::clamp(**estimate, out.lower, out.upper);
+      }
     }
     return out;
   }
@@ -111,12 +117,33 @@ class SpaAccountant final : public Accountant {
       absl::StatusOr<std::optional<double>> estimate =
           mixture_.Epsilon(delta, out.lower, out.upper, deadline(), diagnostics_);
       if (!estimate.ok()) return estimate.status();
-      if (estimate->has_value()) out.estimate = std::clamp(**estimate, out.lower, out.upper);
+      if (estimate->has_value()) {
+        const double mid = std::clamp(**estimate, out.lower, out.upper);
+        absl::StatusOr<std::array<double, 2>> mix =
+            mixture_.EpsilonInterval(delta, mid, out.lower, out.upper, deadline());
+        if (!mix.ok()) return mix.status();
+        Intersect(*mix, out.lower, out.upper);
+        out.estimate = std::clamp(mid, out.lower, out.upper);
+      }
     }
     return out;
   }
 
  private:
+  // Both intervals are proven (the unconditioned one by spa.md 5, the mixture's
+  // by spa_mixture.h): the answer is their intersection; diagnostics say which
+  // end came from which and the mixture's relative width.
+  void Intersect(const std::array<double, 2>& mix, double& lower, double& upper) const {
+    const double width = mix[1] > 0 ? (mix[1] - mix[0]) / mix[1] : 0;
+    diagnostics_.push_back({"interval_lower", std::string(mix[0] > lower ? "mixture"
+                                                                          : "unconditioned")});
+    diagnostics_.push_back({"interval_upper", std::string(mix[1] < upper ? "mixture"
+                                                                          : "unconditioned")});
+    diagnostics_.push_back({"mixture_relative_width", width});
+    lower = std::max(lower, mix[0]);
+    upper = std::min(upper, mix[1]);
+  }
+
   // Notes, per direction, err_SP / SP-CLT at the answer. Above 1 the method's own
   // error bound exceeds the estimate: few effective compositions (small q, see
   // spa_accountant.h), where every Gaussian-based estimate can be far off and

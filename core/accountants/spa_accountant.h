@@ -23,16 +23,21 @@
 //    the interval says the estimate is uninformative (spa.md 10 item 7), and the
 //    answer's diagnostics carry err_sp_over_sp_clt per direction and, above 1, an
 //    estimate_warning (dropped when the conditioned estimate answers).
-//    Where the ledger qualifies (SpaConditioning::kAuto: one or two distinct
+//    Where the ledger qualifies (SpaConditioning::kAuto: one to kMaxJumpingMechanisms (3) distinct
 //    Poisson-subsampled mechanisms, sum k q <= 100, spa_mixture_estimate.h) the
 //    estimate is instead the conditioned mixture's (spa_mixture.h): the same delta
 //    split by the number of jump steps of each mechanism, the jump sums computed
 //    exactly, only the jump-free bulk by a saddle point (SP-EW2), clamped into the
-//    certified interval. The interval itself stays the unconditioned one (the
-//    mixture carries no error bound: its number is an estimate, not certified).
+//    certified interval. The interval is then the INTERSECTION of the
+//    unconditioned one and the mixture's own proven bounds (spa_mixture.h
+//    DeltaBounds: jump lattice rounded down / up, Theorem 5 Berry-Esseen on the
+//    bulk with its cells bracketed, every left-out mass bounded; for epsilon, the
+//    points checked as in spa.md 5.4, spa_mixture_estimate.h); both contain the
+//    truth, so the intersection does. The mixture's number itself has no bound.
 //    Diagnostics: conditioned (yes / no: why), per direction mixture_terms,
 //    jump_mechanisms, truncated_mass (binomial mass left out, bounding what it
-//    adds) and jump_threshold.
+//    adds) and jump_threshold; interval_lower / interval_upper (mixture or
+//    unconditioned: which interval gave that end) and mixture_relative_width.
 // The certification rests on the cumulant quadrature of Plrv::Tilted being as
 // accurate as measured (spa_cgf_test.cc; margins eta = 1e-8 on delta, eta_P = 1e-6
 // on P_t). Tilts beyond kSpaMaxTilt = 1e4 are not evaluated: there only the

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "core/accountants/spa_delta.h"
 #include "core/accountants/spa_epsilon.h"
 #include "core/accountants/spa_ledger_cgf.h"
+#include "core/accountants/spa_mixture_estimate.h"
 #include "core/plrv/plrv.h"
 #include "core/util/test_support.h"
 #include "gtest/gtest.h"
@@ -193,44 +195,45 @@ TEST(SpaAccountant, SmallSamplingRateIntervalsContainPldTruth) {
     double q, delta;
     int64_t steps;
     double truth_lower, truth_upper;
+    double width;  // (upper - lower) / truth_lower of the certified interval, measured
   };
   const std::vector<Row> rows = {
-      {1e-4, 1e-5, 100, 0.003461532, 0.003474037},
-      {1e-4, 1e-5, 1000, 0.01115199, 0.01118882},
-      {1e-4, 1e-5, 10000, 0.03727059, 0.0380611},
-      {1e-4, 1e-5, 100000, 0.1315711, 0.1318846},
-      {1e-4, 1e-9, 100, 0.02100256, 0.02101339},
-      {1e-4, 1e-9, 1000, 0.03355784, 0.033652},
-      {1e-4, 1e-9, 10000, 0.0693779, 0.06972309},
-      {1e-4, 1e-9, 100000, 0.217705, 0.2180324},
-      {1e-4, 1e-12, 100, 0.06726524, 0.06746259},
-      {1e-4, 1e-12, 1000, 0.09531941, 0.09542898},
-      {1e-4, 1e-12, 10000, 0.1356804, 0.136026},
-      {1e-4, 1e-12, 100000, 0.2678435, 0.2681793},
-      {1e-3, 1e-5, 100, 0.05510206, 0.05518095},
-      {1e-3, 1e-5, 1000, 0.1483688, 0.1489852},
-      {1e-3, 1e-5, 10000, 0.4750974, 0.4761046},
-      {1e-3, 1e-5, 100000, 1.636783, 1.637276},
-      {1e-3, 1e-9, 100, 0.2808721, 0.2812394},
-      {1e-3, 1e-9, 1000, 0.4110597, 0.4111487},
-      {1e-3, 1e-9, 10000, 0.7653824, 0.7666718},
-      {1e-3, 1e-9, 100000, 2.422473, 2.42778},
-      {1e-3, 1e-12, 100, 0.6891592, 0.6910617},
-      {1e-3, 1e-12, 1000, 0.8803819, 0.8838352},
-      {1e-3, 1e-12, 10000, 1.180218, 1.18466},
-      {1e-3, 1e-12, 100000, 2.890023, 2.896187},
-      {1e-2, 1e-5, 100, 0.7156766, 0.7184473},
-      {1e-2, 1e-5, 1000, 1.825263, 1.828923},
-      {1e-2, 1e-5, 10000, 6.182335, 6.190891},
-      {1e-2, 1e-5, 100000, 25.54544, 25.58917},
-      {1e-2, 1e-9, 100, 1.842169, 1.844614},
-      {1e-2, 1e-9, 1000, 2.988396, 2.990309},
-      {1e-2, 1e-9, 10000, 8.758628, 8.769454},
-      {1e-2, 1e-9, 100000, 33.01798, 33.047},
-      {1e-2, 1e-12, 100, 2.790421, 2.792868},
-      {1e-2, 1e-12, 1000, 3.911336, 3.91498},
-      {1e-2, 1e-12, 10000, 10.33909, 10.35117},
-      {1e-2, 1e-12, 100000, 37.50489, 37.56204},
+      {1e-4, 1e-5, 100, 0.003461532, 0.003474037, 0.5105},
+      {1e-4, 1e-5, 1000, 0.01115199, 0.01118882, 0.3093},
+      {1e-4, 1e-5, 10000, 0.03727059, 0.0380611, 0.1946},
+      {1e-4, 1e-5, 100000, 0.1315711, 0.1318846, 0.3253},
+      {1e-4, 1e-9, 100, 0.02100256, 0.02101339, 0.0439},
+      {1e-4, 1e-9, 1000, 0.03355784, 0.033652, 0.1035},
+      {1e-4, 1e-9, 10000, 0.0693779, 0.06972309, 0.1305},
+      {1e-4, 1e-9, 100000, 0.217705, 0.2180324, 0.2170},
+      {1e-4, 1e-12, 100, 0.06726524, 0.06746259, 0.0101},
+      {1e-4, 1e-12, 1000, 0.09531941, 0.09542898, 0.0261},
+      {1e-4, 1e-12, 10000, 0.1356804, 0.136026, 0.0625},
+      {1e-4, 1e-12, 100000, 0.2678435, 0.2681793, 0.1940},
+      {1e-3, 1e-5, 100, 0.05510206, 0.05518095, 0.2846},
+      {1e-3, 1e-5, 1000, 0.1483688, 0.1489852, 0.1525},
+      {1e-3, 1e-5, 10000, 0.4750974, 0.4761046, 0.1083},
+      {1e-3, 1e-5, 100000, 1.636783, 1.637276, 0.0318},
+      {1e-3, 1e-9, 100, 0.2808721, 0.2812394, 0.0294},
+      {1e-3, 1e-9, 1000, 0.4110597, 0.4111487, 0.0623},
+      {1e-3, 1e-9, 10000, 0.7653824, 0.7666718, 0.0716},
+      {1e-3, 1e-9, 100000, 2.422473, 2.42778, 0.1177},
+      {1e-3, 1e-12, 100, 0.6891592, 0.6910617, 0.0088},
+      {1e-3, 1e-12, 1000, 0.8803819, 0.8838352, 0.0231},
+      {1e-3, 1e-12, 10000, 1.180218, 1.18466, 0.0551},
+      {1e-3, 1e-12, 100000, 2.890023, 2.896187, 0.1428},
+      {1e-2, 1e-5, 100, 0.7156766, 0.7184473, 0.1453},
+      {1e-2, 1e-5, 1000, 1.825263, 1.828923, 0.0867},
+      {1e-2, 1e-5, 10000, 6.182335, 6.190891, 0.0485},
+      {1e-2, 1e-5, 100000, 25.54544, 25.58917, 0.0095},
+      {1e-2, 1e-9, 100, 1.842169, 1.844614, 0.0487},
+      {1e-2, 1e-9, 1000, 2.988396, 2.990309, 0.0553},
+      {1e-2, 1e-9, 10000, 8.758628, 8.769454, 0.0447},
+      {1e-2, 1e-9, 100000, 33.01798, 33.047, 0.0072},
+      {1e-2, 1e-12, 100, 2.790421, 2.792868, 0.0323},
+      {1e-2, 1e-12, 1000, 3.911336, 3.91498, 0.0423},
+      {1e-2, 1e-12, 10000, 10.33909, 10.35117, 0.0408},
+      {1e-2, 1e-12, 100000, 37.50489, 37.56204, 0.0064},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(absl::StrFormat("q=%g delta=%g steps=%d", r.q, r.delta, r.steps));
@@ -250,6 +253,23 @@ TEST(SpaAccountant, SmallSamplingRateIntervalsContainPldTruth) {
     const double tolerance = 0.01;
     EXPECT_GE(e->estimate, (1 - tolerance) * r.truth_lower);
     EXPECT_LE(e->estimate, (1 + tolerance) * r.truth_upper);
+    // Issue 15 item 2, certified: the mixture's proven interval, intersected with
+    // the unconditioned one, is within 5% of its measured width (a loosening
+    // fails), and strictly narrower below k q = 100 (at k q = 100 the
+    // unconditioned interval is as tight or tighter and is what answers).
+    std::unique_ptr<Accountant> off =
+        *CreateSpaAccountant(SpaOptions{.conditioning = SpaConditioning::kOff});
+    ASSERT_TRUE(off->Compose(Sg(1, r.q), r.steps).ok());
+    absl::StatusOr<EpsilonBound> u = off->EpsilonForDelta(r.delta);
+    ASSERT_TRUE(u.ok());
+    const double width = (e->upper - e->lower) / r.truth_lower;
+    std::printf("q=%g delta=%g steps=%d: [%.7g, %.7g] width %.4f, unconditioned [%.7g, %.7g]\n",
+                r.q, r.delta, static_cast<int>(r.steps), e->lower, e->upper, width, u->lower,
+                u->upper);
+    EXPECT_LE(width, 1.05 * r.width);
+    if (r.q * static_cast<double>(r.steps) < kMaxConditionedSampledSteps) {
+      EXPECT_LT(e->upper - e->lower, 0.5 * (u->upper - u->lower));
+    }
   }
 }
 

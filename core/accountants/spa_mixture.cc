@@ -17,6 +17,12 @@ constexpr double kMaxJumpLoss = 100;
 // Sums of jumps above eps + kLumpMargin are lumped: D is within e^-6 (0.25%) of 1
 // there, and the estimate takes the middle of [D(-6), 1].
 constexpr double kLumpMargin = 4;
+// The bounds evaluate D only at jump sums whose weight is at least this fraction
+// of the floor (the target delta, or the estimate); the others count as D in [0, 1].
+constexpr double kSkipFraction = 1e-14;
+// log(1 + 1e-6): relative margin of the bounds for the rounding of the binomial
+// weights and the convolution sums (relative errors ~1e-13).
+constexpr double kSumMargin = 1e-6;
 
 // Pr_P[|Y| > c] for c > 0.
 double JumpTail(const Plrv& plrv, double c) { return plrv.SfP(c) + plrv.CdfP(-c); }
@@ -104,22 +110,31 @@ absl::StatusOr<std::unique_ptr<ConditionedMixture>> ConditionedMixture::Build(
     // 1.5% high at q = 1e-4, delta = 1e-5, 100 steps, where h is 7% of eps).
     const int64_t jc = std::llround(c / h);
     std::vector<std::pair<int64_t, double>> points;  // (lattice index, mass)
+    std::vector<std::pair<int64_t, double>> down;    // the whole P-mass at the lower end
     auto split = [&](int64_t j, double p_mass, double q_mass) {
       if (!(p_mass > 0)) return;
       const double to_lo =
           std::clamp((std::exp((j + 1) * h) * q_mass - p_mass) / std::expm1(h), 0.0, p_mass);
       points.emplace_back(j, to_lo);
       points.emplace_back(j + 1, p_mass - to_lo);
+      down.emplace_back(j, p_mass);
     };
     if (law.p > 0) {
+      double hi_end = jc * h, lo_end = -jc * h;  // the tabulated cells' outer ends
       for (int64_t j = jc; plrv.LossMax() > j * h && j * h < kMaxJumpLoss; ++j) {
         split(j, plrv.SfP(j * h) - plrv.SfP((j + 1) * h), plrv.SfQ(j * h) - plrv.SfQ((j + 1) * h));
+        hi_end = (j + 1) * h;
         if (plrv.SfP((j + 1) * h) < kJumpTailFloor) break;
       }
       for (int64_t j = -jc - 1; plrv.LossMin() < (j + 1) * h && -j * h < kMaxJumpLoss; --j) {
         split(j, plrv.CdfP((j + 1) * h) - plrv.CdfP(j * h),
               plrv.CdfQ((j + 1) * h) - plrv.CdfQ(j * h));
+        lo_end = j * h;
         if (plrv.CdfP(j * h) < kJumpTailFloor) break;
+      }
+      law.beyond = plrv.SfP(hi_end) + plrv.CdfP(lo_end);
+      for (const auto& [j, m] : down) {
+        if (m > 0) (j < 0 ? mixture->negative_jumps_ : mixture->positive_jumps_) = true;
       }
     }
     int64_t pt_lo = 0, pt_hi = -1;
@@ -137,6 +152,12 @@ absl::StatusOr<std::unique_ptr<ConditionedMixture>> ConditionedMixture::Build(
     law.log_cell_mass.assign(mass.size(), -kInf);
     for (size_t i = 0; i < mass.size(); ++i) {
       if (mass[i] > 0) law.log_cell_mass[i] = std::log(mass[i]) - log_p;
+    }
+    std::vector<double> mass_down(mass.size(), 0.0);
+    for (const auto& [j, m] : down) mass_down[static_cast<size_t>(j - pt_lo)] += m;
+    law.log_cell_mass_down.assign(mass.size(), -kInf);
+    for (size_t i = 0; i < mass.size(); ++i) {
+      if (mass_down[i] > 0) law.log_cell_mass_down[i] = std::log(mass_down[i]) - log_p;
     }
     // (Totals stop at kMaxMixtureTerms, so counts beyond it are never enumerated.)
     law.max_jumps = law.p > 0 && !law.log_cell_mass.empty()
@@ -222,6 +243,20 @@ double ConditionedMixture::LogTotalMass(int total) const {
   return log_mass;
 }
 
+const BulkBound& ConditionedMixture::Bound(size_t composition) const {
+  if (bounds_.size() <= composition) bounds_.resize(composition + 1);
+  std::optional<BulkBound>& b = bounds_[composition];
+  if (!b.has_value()) {
+    std::vector<double> counts;
+    for (size_t g = 0; g < jumps_.size(); ++g) {
+      counts.push_back(jumps_[g].k - compositions_[composition].m[g]);
+    }
+    // The cache grid ends one nat past the estimate's reach, with a step of h/4.
+    b = bulk_->BoundForCount(counts, Curve(composition).reach() + 1, h_ / 4);
+  }
+  return *b;
+}
+
 const BulkCurve& ConditionedMixture::Curve(size_t composition) const {
   if (curves_.size() <= composition) curves_.resize(composition + 1);
   std::optional<BulkCurve>& c = curves_[composition];
@@ -258,30 +293,49 @@ ConditionedMixture::Limits ConditionedMixture::LimitsFor(double epsilon_lo, doub
   return limits;
 }
 
-void ConditionedMixture::EnsurePowers(const Limits& limits, size_t index) const {
+// log of the sum of v[i] e^{log_scale} over i outside [keep_lo, keep_hi).
+static double LogSumOutside(const std::vector<double>& v, size_t keep_lo, size_t keep_hi,
+                     double log_scale) {
+  double sum = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i < keep_lo || i >= keep_hi) sum += v[i];
+  }
+  return sum > 0 ? std::log(sum) + log_scale : -kInf;
+}
+
+void ConditionedMixture::EnsurePowers(const Limits& limits, size_t index, Chain chain) const {
   const double h = h_;
-  Powers& pw = powers_;
+  Powers& pw = chain == Chain::kEstimate ? powers_ : bound_powers_;
   if (!(pw.limits.has_value() && *pw.limits == limits)) {
     pw = Powers{};
     pw.limits = limits;
     for (size_t g = 0; g < jumps_.size(); ++g) {
       const JumpLaw& law = jumps_[g];
+      const std::vector<double>& log_mass =
+          chain == Chain::kEstimate ? law.log_cell_mass : law.log_cell_mass_down;
       const int64_t cap = limits.caps[g];
-      double log_lump = -kInf, log_scale = -kInf;
-      for (size_t i = static_cast<size_t>(cap); i < law.log_cell_mass.size(); ++i) {
-        log_lump = LogAddExp(log_lump, law.log_cell_mass[i]);
+      double log_lump = -kInf, log_scale = -kInf, log_below = -kInf;
+      for (size_t i = static_cast<size_t>(cap); i < log_mass.size(); ++i) {
+        log_lump = LogAddExp(log_lump, log_mass[i]);
       }
       for (int64_t i = 0; i < cap; ++i) {
         log_scale =
-            std::max(log_scale, law.log_cell_mass[static_cast<size_t>(i)]);
+            std::max(log_scale, log_mass[static_cast<size_t>(i)]);
       }
       std::vector<double> cell(static_cast<size_t>(cap));
       for (int64_t i = 0; i < cap; ++i) {
-        if (CellLoss(law, i) < limits.s_lo) continue;  // dropped: S would stay below s_lo
-        cell[static_cast<size_t>(i)] = std::exp(law.log_cell_mass[static_cast<size_t>(i)] + - log_scale);
+        if (CellLoss(law, i) < limits.s_lo) {  // dropped: S would stay below s_lo
+          log_below = LogAddExp(log_below, log_mass[static_cast<size_t>(i)]);
+          continue;
+        }
+        cell[static_cast<size_t>(i)] = std::exp(log_mass[static_cast<size_t>(i)] + - log_scale);
       }
       int64_t first = law.first_cell;
-      pw.cell.push_back(Trimmed(cell, first));
+      std::vector<double> kept = Trimmed(cell, first);
+      const size_t lo = static_cast<size_t>(first - law.first_cell);
+      pw.log_drop_cell.push_back(LogSumOutside(cell, lo, lo + kept.size(), log_scale));
+      pw.log_below_cell.push_back(log_below);
+      pw.cell.push_back(std::move(kept));
       pw.cell_first.push_back(first);
       pw.log_scale_cell.push_back(log_scale);
       pw.log_lump_cell.push_back(log_lump);
@@ -295,6 +349,8 @@ void ConditionedMixture::EnsurePowers(const Limits& limits, size_t index) const 
       pw.firsts.push_back(0);
       pw.log_scales.push_back(0);
       pw.log_lumped.push_back(-kInf);
+      pw.log_dropped.push_back(-kInf);
+      pw.log_below.push_back(-kInf);
       continue;
     }
     const size_t parent = static_cast<size_t>(comp.parent), g = static_cast<size_t>(comp.via);
@@ -325,18 +381,30 @@ void ConditionedMixture::EnsurePowers(const Limits& limits, size_t index) const 
            h * static_cast<double>(first + static_cast<int64_t>(drop)) < limits.s_lo) {
       ++drop;
     }
+    // What leaves the chain, for the bounds: the parent's, this jump's cells
+    // left out of its kept part, and the entries cut here.
+    double log_below = LogAddExp(pw.log_below[parent], log_prev_mass + pw.log_below_cell[g]);
+    log_below = LogAddExp(log_below, LogSumOutside(next, drop, next.size(), log_scale));
+    double log_dropped = LogAddExp(pw.log_dropped[parent], log_prev_mass + pw.log_drop_cell[g]);
     next.erase(next.begin(), next.begin() + static_cast<std::ptrdiff_t>(drop));
     first += static_cast<int64_t>(drop);
     double top = 0;
     for (double v : next) top = std::max(top, v);
     if (top > 0) {
       for (double& v : next) v /= top;
-      next = Trimmed(next, first);
+      const int64_t first_before = first;
+      std::vector<double> kept = Trimmed(next, first);
+      const size_t lo = static_cast<size_t>(first - first_before);
+      log_dropped = LogAddExp(
+          log_dropped, LogSumOutside(next, lo, lo + kept.size(), log_scale + std::log(top)));
+      next = std::move(kept);
     }
     pw.sums.push_back(std::move(next));
     pw.firsts.push_back(first);
     pw.log_scales.push_back(top > 0 ? log_scale + std::log(top) : 0);
     pw.log_lumped.push_back(log_lumped);
+    pw.log_dropped.push_back(log_dropped);
+    pw.log_below.push_back(log_below);
   }
 }
 
@@ -408,6 +476,93 @@ absl::StatusOr<MixtureDelta> ConditionedMixture::DeltaWithLimits(double epsilon,
         "conditioned mixture: %d terms leave binomial mass %g, above %g of the estimate %g",
         out.terms, out.truncated_mass, kMixtureTailFraction, std::exp(out.log_delta)));
   }
+  return out;
+}
+
+absl::StatusOr<MixtureBounds> ConditionedMixture::DeltaBounds(double epsilon,
+                                                              const Deadline& deadline,
+                                                              double log_floor) const {
+  return DeltaBoundsIn(epsilon, epsilon, epsilon, deadline, log_floor);
+}
+
+absl::StatusOr<MixtureBounds> ConditionedMixture::DeltaBoundsIn(double epsilon, double lo,
+                                                                double hi,
+                                                                const Deadline& deadline,
+                                                                double log_floor) const {
+  const double h = h_;
+  const Limits limits = LimitsFor(lo, hi);
+  MixtureBounds out;
+  out.log_upper = -kInf;
+  if (epsilon >= ess_sup_) return out;  // delta = 0 exactly
+  // Jumps beyond the tabulated cells: Pr[some step has one] <= sum_g k_g beyond_g.
+  // A law with p > 0 but no tabulated cell (rounding) has all its jumps beyond.
+  double beyond = 0;
+  for (const JumpLaw& law : jumps_) beyond += law.k * (law.max_jumps > 0 ? law.beyond : law.p);
+  int max_total = 0;
+  for (const JumpLaw& law : jumps_) max_total = std::min(max_total + law.max_jumps, kMaxMixtureTerms - 1);
+  double truncated = 0;
+  for (int t = 0; t <= max_total; ++t) {
+    const size_t end = EnsureCompositions(t);
+    const double shift = h * t;  // S_up = S_down + T h
+    for (size_t c = t > 0 ? total_ends_[static_cast<size_t>(t - 1)] : 0; c < end; ++c) {
+      if (absl::Status s = deadline.Check("conditioned mixture: bounds"); !s.ok()) return s;
+      EnsurePowers(limits, c, Chain::kLowerEnds);
+      const Powers& pw = bound_powers_;
+      const std::vector<double>& sum = pw.sums[c];
+      const double log_w = compositions_[c].log_weight + pw.log_scales[c];
+      const BulkBound& bound = Bound(c);
+      double lower = -kInf, upper = -kInf, skipped = 0;
+      // Entries below kSkipFraction of the floor are counted with D in [0, 1].
+      const double skip_below =
+          log_floor + std::log(kSkipFraction) - compositions_[c].log_weight - pw.log_scales[c];
+      for (size_t i = 0; i < sum.size(); ++i) {
+        if (sum[i] <= 0) continue;
+        const double log_p = std::log(sum[i]);
+        if (log_p < skip_below) {
+          skipped += sum[i];
+          continue;
+        }
+        const double s = h * static_cast<double>(pw.firsts[c] + static_cast<int64_t>(i));
+        lower = LogAddExp(lower, log_p + bound.LogLower(epsilon - s));
+        upper = LogAddExp(upper, log_p + bound.LogUpper(epsilon - s - shift));
+      }
+      if (skipped > 0) upper = LogAddExp(upper, std::log(skipped));
+      out.log_lower = LogAddExp(out.log_lower, log_w + lower);
+      out.log_upper = LogAddExp(out.log_upper, log_w + upper);
+      const double log_weight = compositions_[c].log_weight;
+      // Lumped (above s_hi): D <= 1; D >= its lower bound at s_hi when no jump is
+      // negative (a lumped sum then stays above s_hi).
+      if (pw.log_lumped[c] > -kInf) {
+        out.log_upper = LogAddExp(out.log_upper, log_weight + pw.log_lumped[c]);
+        if (!negative_jumps_) {
+          out.log_lower = LogAddExp(out.log_lower, log_weight + pw.log_lumped[c] +
+                                                       bound.LogLower(epsilon - limits.s_hi));
+        }
+      }
+      // Trimmed entries: D <= 1. Below s_lo (no jump positive, so they stay below):
+      // S_up < s_lo + T h.
+      out.log_upper = LogAddExp(out.log_upper, log_weight + pw.log_dropped[c]);
+      if (pw.log_below[c] > -kInf) {
+        out.log_upper =
+            LogAddExp(out.log_upper, log_weight + pw.log_below[c] +
+                                         bound.LogUpper(epsilon - limits.s_lo - shift));
+      }
+    }
+    // Pr[T > t] <= b_T(t+1) / (1 - r), r = b_T(t+2) / b_T(t+1) (log-concavity).
+    const double log_next = LogTotalMass(t + 1);
+    truncated = 0;
+    if (log_next == -kInf) break;
+    const double r = std::exp(LogTotalMass(t + 2) - log_next);
+    truncated = r < 1 ? std::exp(log_next - std::log1p(-r)) : 1;
+    if (r < 1 && log_next - std::log1p(-r) <=
+                     std::log(kMixtureTailFraction) + std::max(out.log_upper, log_floor)) {
+      break;
+    }
+  }
+  // The weights and sums carry rounding too: the same relative margin as D's.
+  out.log_upper =
+      std::min(0.0, LogAddExp(out.log_upper, std::log(truncated + beyond)) + kSumMargin);
+  out.log_lower -= kSumMargin;
   return out;
 }
 

@@ -37,6 +37,25 @@
 // uncertainty, as truncated_mass.
 //
 // What the number is: an ESTIMATE (the bulk's SPA carries no error bound here).
+//
+// Proven bounds (DeltaBounds; docs/conditioned_mixture.md "What is certified"):
+// * Jumps: D is non-increasing in x. A second chain of the same convolutions puts
+//   each jump cell's whole P-mass at its LOWER end (S_down <= S, per step); the
+//   upper ends give S_up = S_down + T h exactly (T jumps). So
+//   E[D(eps - S_down)] <= E[D(eps - S)] <= E[D(eps - S_up)], both read off one chain.
+// * Bulk: at each lattice point the proven BulkBound (spa_mixture_bulk.h: cells at
+//   their ends, Theorem 5 of spa.md 5.1 at the nearest tabulated tilt, the exact
+//   complement below the mean).
+// * Mass left out, all tracked exactly: the binomial tail beyond the totals summed
+//   (log-concavity, above; upper only); jump cells beyond the tabulated ones
+//   (Pr[some step lands there] <= sum_g k_g Pr[beyond]; upper only); entries
+//   dropped below kConvolutionFloor (upper: D <= 1); sums lumped above s_hi
+//   (upper: D <= 1; lower: D >= lower(eps - s_hi), only when no jump is negative,
+//   so a lumped sum stays above s_hi); sums dropped below s_lo (only when no jump
+//   is positive, so they stay below: upper D <= upper(eps - s_lo - T h)).
+// The bounds rest on: the PLRV's CDF/SF (cell masses), Plrv::Tilted's cumulants
+// and P_t for the other mechanisms (as the unconditioned SPA's certificate does),
+// and floating-point margins (spa_mixture_bulk.h).
 // Both directions use the same code: the add direction's PLRV is the law of the
 // loss under Q (the e^{-L} change of measure of the doc), whose jumps are negative.
 //
@@ -79,6 +98,11 @@ inline constexpr double kMixtureTailFraction = 1e-4;
 // Most totals evaluated (T = 0 .. kMaxMixtureTerms - 1).
 inline constexpr int kMaxMixtureTerms = 400;
 
+// Proven bounds on one direction's delta(eps) (log).
+struct MixtureBounds {
+  double log_lower = -kInf, log_upper = 0;
+};
+
 struct MixtureDelta {
   double log_delta = 0;       // the estimate
   int terms = 0;              // mixture terms summed (count vectors m)
@@ -100,6 +124,13 @@ class ConditionedMixture {
   // answer, which the max over directions keeps).
   absl::StatusOr<MixtureDelta> Delta(double epsilon, const Deadline& deadline,
                                      double log_floor = -kInf) const;
+  // Proven bounds on delta(eps) (header comment); `log_floor` as for Delta (it
+  // only decides where the terms stop: what is left out is added to the upper).
+  absl::StatusOr<MixtureBounds> DeltaBounds(double epsilon, const Deadline& deadline,
+                                            double log_floor = -kInf) const;
+  // For a search over eps in [lo, hi]: the same with the convolutions shared.
+  absl::StatusOr<MixtureBounds> DeltaBoundsIn(double epsilon, double lo, double hi,
+                                              const Deadline& deadline, double log_floor) const;
   // The eps in [lo, hi] where the estimate crosses delta (bisection on log delta,
   // to 1e-7 relative); lo or hi when it does not cross inside.
   absl::StatusOr<double> Epsilon(double delta, double lo, double hi,
@@ -120,6 +151,8 @@ class ConditionedMixture {
     double k = 0, threshold = 0, p = 0;
     int64_t first_cell = 0;
     std::vector<double> log_cell_mass;
+    std::vector<double> log_cell_mass_down;  // each cell's P-mass at its lower end
+    double beyond = 0;  // P-mass of jumps beyond the tabulated cells
     int max_jumps = 0;  // largest m with b(m) > 0 (0 when it has no jump cells)
     mutable std::vector<double> log_binomial;
   };
@@ -137,6 +170,7 @@ class ConditionedMixture {
   // log b_T(total) of the total count (-inf when no composition has it).
   double LogTotalMass(int total) const;
   const BulkCurve& Curve(size_t composition) const;
+  const BulkBound& Bound(size_t composition) const;
   // The lump and drop limits of the jump sums (for a range of queries).
   struct Limits {
     std::vector<int64_t> caps;  // jump cells of g from this offset on are lumped
@@ -148,8 +182,10 @@ class ConditionedMixture {
   Limits LimitsFor(double epsilon_lo, double epsilon_hi) const;
   double CellLoss(const JumpLaw& law, int64_t offset) const;  // midpoint of a jump cell
   // The laws of S_m for compositions 0..index for these limits (cached;
-  // extended on demand).
-  void EnsurePowers(const Limits& limits, size_t index) const;
+  // extended on demand): the estimate's chain (connect-the-dots cells) or the
+  // bounds' (each cell at its lower end).
+  enum class Chain { kEstimate, kLowerEnds };
+  void EnsurePowers(const Limits& limits, size_t index, Chain chain = Chain::kEstimate) const;
   absl::StatusOr<MixtureDelta> DeltaWithLimits(double epsilon, const Limits& limits,
                                              const Deadline& deadline, double log_floor) const;
 
@@ -162,6 +198,8 @@ class ConditionedMixture {
   mutable std::vector<Composition> compositions_;
   mutable std::vector<size_t> total_ends_;  // compositions of total t end at total_ends_[t]
   mutable std::vector<std::optional<BulkCurve>> curves_;
+  mutable std::vector<std::optional<BulkBound>> bounds_;
+  bool negative_jumps_ = false, positive_jumps_ = false;
   // S_m's law: sums[c][i] e^{log_scales[c]} = Pr[S_m = s_i], s_i = h (firsts[c] + i),
   // for composition c.
   struct Powers {
@@ -171,11 +209,14 @@ class ConditionedMixture {
     std::vector<int64_t> cell_first;        // per g: lattice index of cell[g][0]
     std::vector<double> log_scale_cell;
     std::vector<double> log_lumped;  // log Pr[lumped | M = m]
+    std::vector<double> log_drop_cell, log_below_cell;  // per g: cells trimmed / below s_lo
+    std::vector<double> log_dropped;  // log Pr[trimmed away | M = m] (exact sums)
+    std::vector<double> log_below;    // log Pr[dropped below s_lo | M = m]
     std::vector<std::vector<double>> sums;
     std::vector<int64_t> firsts;
     std::vector<double> log_scales;
   };
-  mutable Powers powers_;
+  mutable Powers powers_, bound_powers_;
 };
 
 }  // namespace dpledger::core

@@ -17,9 +17,39 @@
 // The per-step cumulants of the restricted law come from kBulkCells cells of the
 // law (masses from the PLRV's CDF, each at its midpoint); those of the other
 // mechanisms from Plrv::Tilted. Both are tabulated once on a fixed tilt grid; a
-// curve for count n is then O(grid) and D_n(x) a cubic interpolation in x. An
-// ESTIMATE: no error bound is carried (the Berry-Esseen bound of the bulk could
-// be; not done).
+// curve for count n is then O(grid) and D_n(x) a cubic interpolation in x. The
+// curve is an ESTIMATE.
+//
+// Proven bounds (BulkBound, docs/conditioned_mixture.md "What is certified"):
+// * Cells: each cell [a, a + w] of the restricted law holds exactly its P-mass,
+//   so coupling each restricted step Y with its cell's midpoint y gives
+//   y - w/2 <= Y <= y + w/2, and B_mid - Delta <= B <= B_mid + Delta with
+//   Delta = sum_g n_g w_g / 2 (B_mid: the sum with every restricted step at its
+//   cell's midpoint, the rest in full). D is non-increasing in x and
+//   D_{B + a}(x) = D_B(x - a), so D_mid(x + Delta) <= D(x) <= D_mid(x - Delta).
+// * D_mid by Theorem 5 of spa.md 5.1 (Berry-Esseen on the tilted sum, any tilt
+//   t > 0, any x, the general-gamma Gaussian form): with
+//   theta_t(y) = e^{-ty}(1 - e^{-y})_+, unimodal with maximum t^t/(t+1)^{t+1},
+//   D(x) = e^{K(t) - tx} E[theta_t(B_t - x)] and
+//   |E theta_t(B_t - x) - E theta_t(Z - x)| <= max theta_t 1.12 P_t / K''(t)^{3/2},
+//   Z ~ N(K'(t), K''(t)), P_t the sum of the steps' tilted third absolute central
+//   moments (restricted steps: from the same cells; the rest: Plrv::Tilted's
+//   abs3, as the unconditioned SPA uses it). Also D <= e^{K(t) - tx} max theta_t.
+// * Below the mean, the exact complement D = 1 - e^{x + K(-1)} + E[(e^{x-B} - 1)_+]:
+//   the last term is >= 0 and, at a tilt t < -1 with tau = -t - 1 > 0, equals
+//   e^{K(t) - tx} E[theta_tau(x - B_t)], so the same Berry-Esseen argument bounds it.
+// * The tilt used for x is the table's whose K' is nearest x, positive above the
+//   mean, below -1 (the complement) below it, both within 3 standard deviations
+//   of it (no interpolation: every tilt gives a valid bound, the best is kept).
+// * Cached on a grid x_j = x0 + j step (filled on demand): D is non-increasing, so
+//   D(x) <= upper(x_j) for the grid points x_j <= x and D(x) >= lower(x_j) for
+//   those x_j >= x: the better of the two nearest on the safe side is used (one
+//   point alone can be loose where every tilt form is: +35% measured at q 1e-4).
+//   A step of h/4 costs at most e^{t step} - 1 of width at the saddle tilt t.
+//   Above the grid: upper(last point), lower 0; below it: direct.
+// Floating point: relative margins kSpaEtaP on P_t and kBulkBoundEta on D (cell
+// sums of 8192 terms and Plrv::Tilted's quadrature, spa.md 5.2), plus 1e-15
+// absolute on the complement's O(1) terms (rounding of 1 - e^a).
 //
 // Thread safety: immutable after Build.
 #pragma once
@@ -64,6 +94,34 @@ class BulkCurve {
   double reach_;
 };
 
+// Proven lower and upper bounds on log D_n(x) for one vector of counts.
+class BulkBound {
+ public:
+  struct Tilt {
+    double t, k, k1, s, log_be;  // K, K', sqrt K'', log(1.12 P_t (1 + eta_P) / K''^{3/2})
+  };
+  // The cache grid covers [x0, x1] of B_mid with spacing `step`.
+  BulkBound(std::vector<Tilt> rows, double log_mgf_minus1, double shift, double mean, double band,
+            double x0, double x1, double step);
+  double LogLower(double x) const;
+  double LogUpper(double x) const;
+
+ private:
+  // Bounds on D of B_mid (the restricted steps at their cell midpoints).
+  double LogLowerMid(double x) const;
+  double LogUpperMid(double x) const;
+  // The row of `side` whose K' is nearest x (second entry null; the interface
+  // takes two so that both bracketing rows can be tried).
+  static std::array<const Tilt*, 2> Near(const std::vector<Tilt>& side, double x);
+  std::vector<Tilt> pos_, neg_;  // by increasing t (and K')
+  double log_mgf_minus1_;        // K_mid(-1)
+  double shift_;                 // Delta
+  double mean_;                  // K_mid'(0)
+  double band_;                  // both forms are tried within this of the mean
+  double x0_ = 0, step_ = 1;
+  mutable std::vector<double> lower_, upper_;  // per grid point, NaN until computed
+};
+
 class MixtureBulk {
  public:
   // `jumping`: the subsampled mechanisms, each restricted to |Y| <= its
@@ -75,6 +133,10 @@ class MixtureBulk {
 
   // The curve of counts[g] restricted steps of jumping[g] (each g) plus the rest.
   BulkCurve ForCount(std::span<const double> counts) const;
+  // Proven bounds on the same D_n (header comment).
+  // `x_hi`: above it D is negligible (the cache grid ends there); `step`: the
+  // cache grid's spacing.
+  BulkBound BoundForCount(std::span<const double> counts, double x_hi, double step) const;
 
  private:
   // Per tilt: cumulants K..K'''' of one restricted step of each mechanism (b,
@@ -85,6 +147,9 @@ class MixtureBulk {
     std::array<double, 5> kr;
   };
   std::vector<Row> rows_;
+  std::vector<std::vector<double>> pb_;  // per row: P_t of a restricted step of each mechanism
+  std::vector<double> pr_;               // per row: P_t of the rest
+  std::vector<double> cell_width_;       // per mechanism: width of its restricted cells
   std::vector<double> kb_minus1_;  // K(-1) of a restricted step of each mechanism
   double kr_minus1_ = 0;           // K(-1) of the rest
   BulkEstimator estimator_ = BulkEstimator::kClt;

@@ -11,6 +11,14 @@ namespace {
 
 // A direction's truncation is relative to this fraction of the other's estimate.
 constexpr double kOtherDirectionFraction = 1e-3;
+// Certified eps ends: regula falsi from the estimate until the valid end is
+// within 2e-4 (relative) of an invalid point, at most 16 bound evaluations an
+// end; the first step tries 2% of the way to the given end, and each step aims
+// at log(delta / bound) = 0.01 (1% inside).
+constexpr int kIntervalSearchSteps = 16;
+constexpr double kIntervalSearchTolerance = 2e-4;
+constexpr double kIntervalFirstStep = 0.02;
+constexpr double kIntervalAim = 0.01;
 
 void Note(const ConditionedMixture& mix, const MixtureDelta& d,
           std::vector<AnswerDiagnostic>& diagnostics) {
@@ -105,6 +113,94 @@ absl::StatusOr<std::optional<double>> MixtureEstimate::Epsilon(
     estimate = std::max(estimate, *eps);
   }
   return estimate;
+}
+
+absl::StatusOr<std::array<double, 2>> MixtureEstimate::BoundsIn(double epsilon, double lo,
+                                                                double hi, double log_floor,
+                                                                const Deadline& deadline) const {
+  std::array<double, 2> out{0, 0};
+  for (const ConditionedMixture* mix : active_) {
+    absl::StatusOr<MixtureBounds> b = mix->DeltaBoundsIn(epsilon, lo, hi, deadline, log_floor);
+    if (!b.ok()) return b.status();
+    out[0] = std::max(out[0], std::exp(b->log_lower));
+    out[1] = std::max(out[1], std::exp(b->log_upper));
+  }
+  return out;
+}
+
+absl::StatusOr<std::array<double, 2>> MixtureEstimate::DeltaInterval(
+    double epsilon, double estimate, const Deadline& deadline) const {
+  return BoundsIn(epsilon, epsilon, epsilon, std::log(estimate), deadline);
+}
+
+absl::StatusOr<std::array<double, 2>> MixtureEstimate::EpsilonInterval(
+    double delta, double estimate, double lo, double hi, const Deadline& deadline) const {
+  const double log_delta = std::log(delta);
+  // v(x) > 0 where x is a valid end: lower end log L(x) - log delta, upper end
+  // log delta - log U(x). log delta(eps) is nearly linear, so regula falsi
+  // (Illinois) from the estimate towards the given valid end, aiming a little
+  // inside (v = kIntervalAim), finds each end in a few evaluations.
+  auto value = [&](int side, const std::array<double, 2>& b) {
+    return side == 0 ? std::log(b[0]) - log_delta : log_delta - std::log(b[1]);
+  };
+  absl::StatusOr<std::array<double, 2>> at_estimate =
+      BoundsIn(estimate, lo, hi, log_delta, deadline);
+  if (!at_estimate.ok()) return at_estimate.status();
+  std::array<double, 2> ends{lo, hi};
+  for (int side = 0; side < 2; ++side) {
+    double in = estimate, v_in = value(side, *at_estimate);
+    if (v_in > 0) {  // the estimate itself is a valid end
+      ends[side] = estimate;
+      continue;
+    }
+    const double given = ends[side];
+    double out = estimate + (given - estimate) * kIntervalFirstStep, v_out = 0;
+    bool found = false;
+    int last = 0;  // Illinois: which side moved last
+    for (int i = 0; i < kIntervalSearchSteps; ++i) {
+      absl::StatusOr<std::array<double, 2>> b = BoundsIn(out, lo, hi, log_delta, deadline);
+      if (!b.ok()) return b.status();
+      const double v = value(side, *b);
+      if (v > 0) {
+        found = true;
+        ends[side] = out;
+        if (std::abs(out - in) <= kIntervalSearchTolerance * std::abs(out)) break;
+        v_out = v;
+        if (last == 1) v_in *= 0.5;
+        last = 1;
+      } else if (!found && out == given) {
+        break;  // the mixture's bound does not hold even at the given end
+      } else {
+        const double prev = in, v_prev = v_in;
+        in = out;
+        v_in = v;
+        if (last == -1) v_out *= 0.5;
+        last = -1;
+        if (!found) {
+          // No valid point yet: extrapolate the line through the last two failing
+          // points past kIntervalAim (twice as far), else double the distance
+          // from the estimate; never past the given end.
+          double x = v_in > v_prev
+                         ? in + (2 * kIntervalAim - v_in) * (in - prev) / (v_in - v_prev)
+                         : in + (in - estimate);
+          if (!((x - in) * (given - in) > 0) || std::abs(x - in) >= std::abs(given - in)) {
+            x = given;
+          }
+          out = x;
+          continue;
+        }
+      }
+      // The next point: where the line through (in, v_in), (end, v_out) reaches
+      // kIntervalAim, kept strictly between them.
+      const double end = ends[side];
+      double x = in + (kIntervalAim - v_in) * (end - in) / (v_out - v_in);
+      if (!(std::abs(x - in) < std::abs(end - in)) || !((x - in) * (end - in) > 0)) {
+        x = 0.5 * (in + end);
+      }
+      out = x;
+    }
+  }
+  return ends;
 }
 
 }  // namespace dpledger::core

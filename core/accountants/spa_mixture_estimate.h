@@ -8,10 +8,13 @@
 // truncated_mass (binomial mass left out, bounding what it adds), jump_threshold
 // (the smallest c_g).
 //
-// What is certified: nothing here. The number is an ESTIMATE (the bulk's
-// saddle point carries no error bound); the accountants keep their own
-// certified interval (SPA: Berry-Esseen + moments-accountant cap, spa.md 5; the
-// Edgeworth EEAI) and clamp this estimate into it.
+// What is certified: Delta/Epsilon give an ESTIMATE (the bulk's saddle point
+// carries no error bound). DeltaInterval/EpsilonInterval give proven bounds
+// (ConditionedMixture::DeltaBounds, spa_mixture.h): delta of the composed ledger
+// is the max over directions, so the max of the lowers and the max of the uppers
+// bound it; eps(delta) is non-increasing-delta's inverse, so an eps whose upper
+// bound is <= delta is a valid upper end and one whose lower bound is > delta a
+// valid lower end (the bounds need not be monotone: each end is a point checked).
 //
 // Thread safety: not thread-safe (like every Accountant).
 #pragma once
@@ -70,7 +73,21 @@ class MixtureEstimate {
                                                 const Deadline& deadline,
                                                 std::vector<AnswerDiagnostic>& diagnostics) const;
 
+  // After Applies() returned true: proven [lower, upper] of delta(eps);
+  // `estimate` (Delta's) only sets which terms need precision.
+  absl::StatusOr<std::array<double, 2>> DeltaInterval(double epsilon, double estimate,
+                                                      const Deadline& deadline) const;
+  // Proven ends of eps(delta), searched from the estimate `estimate` towards the
+  // given valid ends [lo, hi] (which are returned where no better end is found).
+  absl::StatusOr<std::array<double, 2>> EpsilonInterval(double delta, double estimate, double lo,
+                                                        double hi,
+                                                        const Deadline& deadline) const;
+
  private:
+  // Max over directions of the bounds at eps, for a search over [lo, hi].
+  absl::StatusOr<std::array<double, 2>> BoundsIn(double epsilon, double lo, double hi,
+                                                 double log_floor,
+                                                 const Deadline& deadline) const;
   std::array<std::optional<absl::StatusOr<std::shared_ptr<ConditionedMixture>>>, 2> mixtures_;
   std::vector<const ConditionedMixture*> active_;
 };
