@@ -177,13 +177,33 @@ std::array<EeaiDirection, 2> EdgeworthAccountant::EeaiDirections() const {
   return out;
 }
 
-absl::StatusOr<bool> EdgeworthAccountant::Conditioned() const {
+absl::StatusOr<bool> EdgeworthAccountant::Conditioned(const Deadline& until) const {
   if (options_.conditioning == SpaConditioning::kOff || !clamp()) {
     diagnostics_.push_back({"conditioned", std::string(clamp() ? "no: conditioning off"
                                                                : "no: paper-literal mode")});
     return false;
   }
-  return mixture_.Applies(events(), kDirections, BulkEstimator::kEw2, deadline(), diagnostics_);
+  return mixture_.Applies(events(), kDirections, BulkEstimator::kEw2, until, diagnostics_);
+}
+
+absl::Status EdgeworthAccountant::ConditionedEstimate(
+    const std::function<absl::StatusOr<std::optional<double>>(const Deadline&)>& query,
+    double& estimate) const {
+  const Deadline until = MixtureDeadline(deadline());
+  absl::StatusOr<bool> conditioned = Conditioned(until);
+  absl::StatusOr<std::optional<double>> value = std::nullopt;
+  if (!conditioned.ok()) {
+    value = conditioned.status();
+  } else if (*conditioned) {
+    value = query(until);
+  }
+  if (!value.ok()) {
+    // Past the mixture's share of the query time: keep the unconditioned estimate.
+    return FallsBack(value.status(), deadline(), diagnostics_) ? absl::OkStatus()
+                                                                : value.status();
+  }
+  if (value->has_value()) estimate = **value;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<EpsilonBound> EdgeworthAccountant::ComputeEpsilon(double delta) const {
@@ -212,18 +232,16 @@ absl::StatusOr<EpsilonBound> EdgeworthAccountant::ComputeEpsilon(double delta) c
   DPL_RETURN_IF_ERROR(deadline().Check("edgeworth: epsilon"));
   const auto eeai = EeaiDirections();
   const EpsilonInterval cert = EeaiEpsilon(delta, eeai);
-  absl::StatusOr<bool> conditioned = Conditioned();
-  if (!conditioned.ok()) return conditioned.status();
-  if (*conditioned) {
-    // Searched where the truth lies: the EEAI interval, or up to the largest
-    // total loss (or well past the AEA estimate) where it has no upper end.
-    double hi = cert.upper;
-    if (!std::isfinite(hi)) hi = std::min(MaxTotalLoss(events()), 4 * estimate + 10);
-    absl::StatusOr<std::optional<double>> e =
-        mixture_.Epsilon(delta, cert.lower, hi, deadline(), diagnostics_);
-    if (!e.ok()) return e.status();
-    if (e->has_value()) estimate = **e;
-  }
+  // Searched where the truth lies: the EEAI interval, or up to the largest
+  // total loss (or well past the AEA estimate) where it has no upper end.
+  const double hi = std::isfinite(cert.upper)
+                        ? cert.upper
+                        : std::min(MaxTotalLoss(events()), 4 * estimate + 10);
+  DPL_RETURN_IF_ERROR(ConditionedEstimate(
+      [&](const Deadline& until) {
+        return mixture_.Epsilon(delta, cert.lower, hi, until, diagnostics_);
+      },
+      estimate));
   if (std::isfinite(cert.upper)) {
     const double est = clamp() ? std::clamp(estimate, cert.lower, cert.upper) : estimate;
     return EpsilonBound{cert.lower, est, cert.upper, Guarantee::kCertified, 0};
@@ -261,14 +279,11 @@ absl::StatusOr<DeltaBound> EdgeworthAccountant::ComputeDelta(double epsilon) con
   DPL_RETURN_IF_ERROR(deadline().Check("edgeworth: delta"));
   const auto eeai = EeaiDirections();
   const DeltaInterval cert = EeaiDelta(epsilon, eeai);
-  absl::StatusOr<bool> conditioned = Conditioned();
-  if (!conditioned.ok()) return conditioned.status();
-  if (*conditioned) {
-    absl::StatusOr<std::optional<double>> d =
-        mixture_.Delta(epsilon, -kInf, deadline(), diagnostics_);
-    if (!d.ok()) return d.status();
-    if (d->has_value()) estimate = **d;
-  }
+  DPL_RETURN_IF_ERROR(ConditionedEstimate(
+      [&](const Deadline& until) {
+        return mixture_.Delta(epsilon, -kInf, until, diagnostics_);
+      },
+      estimate));
   if (cert.upper < 1) {
     const double est = clamp() ? std::clamp(estimate, cert.lower, cert.upper) : estimate;
     return DeltaBound{cert.lower, est, cert.upper, Guarantee::kCertified, 0};

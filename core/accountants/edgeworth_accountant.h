@@ -39,6 +39,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -124,7 +125,13 @@ class EdgeworthAccountant final : public Accountant {
  private:
   std::array<DirectionTotals, 2> AeaDirections() const;
   // Whether the conditioned mixture gives this ledger's estimate (notes it).
-  absl::StatusOr<bool> Conditioned() const;
+  absl::StatusOr<bool> Conditioned(const Deadline& until) const;
+  // Where the mixture applies, `estimate` becomes query(until)'s value, `until`
+  // the mixture's share of the query time (MixtureDeadline); past it the
+  // unconditioned estimate stays (FallsBack).
+  absl::Status ConditionedEstimate(
+      const std::function<absl::StatusOr<std::optional<double>>(const Deadline&)>& query,
+      double& estimate) const;
   bool clamp() const { return options_.mode == EdgeworthMode::kClamped; }
 
   EdgeworthOptions options_;

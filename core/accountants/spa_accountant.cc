@@ -11,6 +11,7 @@
 #include "core/accountants/spa_ledger_cgf.h"
 #include "core/accountants/spa_mixture_estimate.h"
 #include "core/util/log_math.h"
+#include "core/util/status_macros.h"
 
 namespace dpledger::core {
 namespace {
@@ -75,23 +76,9 @@ class SpaAccountant final : public Accountant {
       out.estimate = std::max(out.estimate, estimate);
       out.upper = std::max(out.upper, upper);
     }
-    absl::StatusOr<bool> conditioned = Conditioned(directions);
-    if (!conditioned.ok()) return conditioned.status();
-    if (*conditioned) {
-      // The same max over directions, of the conditioned estimates, each clamped
-      // into its direction's certified interval (the max of clamped values lies
-      // in [out.lower, out.upper]).
-      // No floor from the unconditioned estimates: at small q they are up to 1e4
-      // times too large, and a floor above the answer would stop the terms early.
-      absl::StatusOr<std::optional<double>> estimate =
-          mixture_.Delta(epsilon, -kInf, deadline(), diagnostics_);
-      if (!estimate.ok()) return estimate.status();
-      if (estimate->has_value()) {
-        absl::StatusOr<std::array<double, 2>> mix = mixture_.DeltaInterval(epsilon, **estimate, deadline());
-        if (!mix.ok()) return mix.status();
-        Intersect(*mix, out.lower, out.upper);
-        out.estimate = std::clamp(**estimate, out.lower, out.upper);
-      }
+    if (absl::Status s = ConditionedDelta(epsilon, directions, out);
+        !s.ok() && !FallsBack(s, deadline(), diagnostics_)) {
+      return s;
     }
     return out;
   }
@@ -109,27 +96,59 @@ class SpaAccountant final : public Accountant {
       out.estimate = std::max(out.estimate, e->estimate);
       out.upper = std::max(out.upper, e->upper);
     }
-    const std::vector<const SpaLedgerCgf*> directions = Directions();
-    absl::StatusOr<bool> conditioned = Conditioned(directions);
-    if (!conditioned.ok()) return conditioned.status();
-    if (*conditioned) {
-      // The truth lies in the certified [lower, upper]: search there.
-      absl::StatusOr<std::optional<double>> estimate =
-          mixture_.Epsilon(delta, out.lower, out.upper, deadline(), diagnostics_);
-      if (!estimate.ok()) return estimate.status();
-      if (estimate->has_value()) {
-        const double mid = std::clamp(**estimate, out.lower, out.upper);
-        absl::StatusOr<std::array<double, 2>> mix =
-            mixture_.EpsilonInterval(delta, mid, out.lower, out.upper, deadline());
-        if (!mix.ok()) return mix.status();
-        Intersect(*mix, out.lower, out.upper);
-        out.estimate = std::clamp(mid, out.lower, out.upper);
-      }
+    if (absl::Status s = ConditionedEpsilon(delta, Directions(), out);
+        !s.ok() && !FallsBack(s, deadline(), diagnostics_)) {
+      return s;
     }
     return out;
   }
 
  private:
+  // Where the mixture applies, `out` (the unconditioned answer) becomes the
+  // conditioned one: its estimate, and the intersection of both proven intervals.
+  // `out` is changed only on success, so a caller that falls back keeps it.
+  absl::Status ConditionedDelta(double epsilon, const std::vector<const SpaLedgerCgf*>& directions,
+                                DeltaBound& out) const {
+    const Deadline until = MixtureDeadline(deadline());
+    DPL_ASSIGN_OR_RETURN(const bool conditioned, Conditioned(directions, until));
+    if (!conditioned) return absl::OkStatus();
+    // The same max over directions, of the conditioned estimates, each clamped
+    // into its direction's certified interval (the max of clamped values lies
+    // in [out.lower, out.upper]).
+    // No floor from the unconditioned estimates: at small q they are up to 1e4
+    // times too large, and a floor above the answer would stop the terms early.
+    DPL_ASSIGN_OR_RETURN(const std::optional<double> estimate,
+                         mixture_.Delta(epsilon, -kInf, until, diagnostics_));
+    if (!estimate.has_value()) return absl::OkStatus();
+    DPL_ASSIGN_OR_RETURN(const auto mix, mixture_.DeltaInterval(epsilon, *estimate, until));
+    Intersect(mix, out.lower, out.upper);
+    out.estimate = std::clamp(*estimate, out.lower, out.upper);
+    DropEstimateWarning();
+    return absl::OkStatus();
+  }
+  absl::Status ConditionedEpsilon(double delta, const std::vector<const SpaLedgerCgf*>& directions,
+                                  EpsilonBound& out) const {
+    const Deadline until = MixtureDeadline(deadline());
+    DPL_ASSIGN_OR_RETURN(const bool conditioned, Conditioned(directions, until));
+    if (!conditioned) return absl::OkStatus();
+    // The truth lies in the certified [lower, upper]: search there.
+    DPL_ASSIGN_OR_RETURN(const std::optional<double> estimate,
+                         mixture_.Epsilon(delta, out.lower, out.upper, until, diagnostics_));
+    if (!estimate.has_value()) return absl::OkStatus();
+    const double mid = std::clamp(*estimate, out.lower, out.upper);
+    DPL_ASSIGN_OR_RETURN(const auto mix,
+                         mixture_.EpsilonInterval(delta, mid, out.lower, out.upper, until));
+    Intersect(mix, out.lower, out.upper);
+    out.estimate = std::clamp(mid, out.lower, out.upper);
+    DropEstimateWarning();
+    return absl::OkStatus();
+  }
+  // The warning was about the unconditioned estimate, which is not reported.
+  void DropEstimateWarning() const {
+    std::erase_if(diagnostics_,
+                  [](const AnswerDiagnostic& d) { return d.name == "estimate_warning"; });
+  }
+
   // Both intervals are proven (the unconditioned one by spa.md 5, the mixture's
   // by spa_mixture.h): the answer is their intersection; diagnostics say which
   // end came from which and the mixture's relative width.
@@ -163,21 +182,15 @@ class SpaAccountant final : public Accountant {
   }
 
   // Whether the conditioned mixture answers this ledger's estimate (notes it).
-  absl::StatusOr<bool> Conditioned(const std::vector<const SpaLedgerCgf*>& directions) const {
+  absl::StatusOr<bool> Conditioned(const std::vector<const SpaLedgerCgf*>& directions,
+                                   const Deadline& until) const {
     if (options_.conditioning == SpaConditioning::kOff) {
       diagnostics_.push_back({"conditioned", std::string("no: conditioning off")});
       return false;
     }
     std::vector<Direction> dirs;
     for (const SpaLedgerCgf* cgf : directions) dirs.push_back(cgf->direction());
-    absl::StatusOr<bool> applies =
-        mixture_.Applies(events(), dirs, BulkEstimator::kEw2, deadline(), diagnostics_);
-    if (applies.ok() && *applies) {
-      // The warning was about the unconditioned estimate, which is not reported.
-      std::erase_if(diagnostics_,
-                    [](const AnswerDiagnostic& d) { return d.name == "estimate_warning"; });
-    }
-    return applies;
+    return mixture_.Applies(events(), dirs, BulkEstimator::kEw2, until, diagnostics_);
   }
 
   // The directions to query, carrying this query's deadline.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <string_view>
 
 #include "absl/strings/str_format.h"
 
@@ -41,6 +42,36 @@ absl::StatusOr<std::optional<double>> GaveUp(const absl::Status& status,
 }
 
 }  // namespace
+
+Deadline MixtureDeadline(const Deadline& query) {
+  if (!query.is_set()) return query;
+  const double left = query.cap_seconds() - query.Elapsed();
+  // Already past: the query's own deadline stops the mixture (no fallback then).
+  if (!(left > 0)) return query;
+  return Deadline::In(kMixtureTimeShare * left);
+}
+
+bool FallsBack(const absl::Status& status, const Deadline& query,
+               std::vector<AnswerDiagnostic>& diagnostics) {
+  if (!absl::IsDeadlineExceeded(status) || query.Expired()) return false;
+  std::erase_if(diagnostics, [](const AnswerDiagnostic& d) {
+    for (std::string_view name : {"conditioned", "interval_lower", "interval_upper",
+                                  "mixture_relative_width"}) {
+      if (d.name == name) return true;
+    }
+    for (std::string_view suffix :
+         {"_mixture_terms", "_jump_mechanisms", "_truncated_mass", "_jump_threshold"}) {
+      if (d.name.ends_with(suffix)) return true;
+    }
+    return false;
+  });
+  diagnostics.push_back(
+      {"conditioned",
+       absl::StrFormat("no: the conditioned mixture ran past its share (%g) of the query time "
+                       "cap; the answer is the unconditioned one (%s)",
+                       kMixtureTimeShare, status.message())});
+  return true;
+}
 
 absl::StatusOr<bool> MixtureEstimate::Applies(std::span<const MechanismEvent> events,
                                               std::span<const Direction> directions,

@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "core/accountants/accountant.h"
 #include "core/accountants/spa_mixture.h"
+#include "core/util/deadline.h"
 
 namespace dpledger::core {
 
@@ -43,6 +44,21 @@ enum class SpaConditioning { kAuto, kOff };
 // measured row (spa_accountant_test.cc, k q = 1000) while the mixture's bulk
 // spreads over many nats; at k q = 100 the unconditioned SPA is still 1.2% off.
 inline constexpr double kMaxConditionedSampledSteps = 100;
+
+// The share of a query's remaining time the mixture may use. The accountants
+// compute their unconditioned answer first, so a mixture that runs past its
+// share still leaves time to return that (certified) answer instead of failing
+// the whole query at its cap (a 3-mechanism epsilon query takes ~7 s idle and
+// several times that on a loaded machine).
+inline constexpr double kMixtureTimeShare = 0.8;
+// `query` cut to kMixtureTimeShare of what is left of it (no cap when it has none).
+Deadline MixtureDeadline(const Deadline& query);
+// After a conditioned path failed with `status`: true when the mixture ran past
+// its MixtureDeadline while `query` still has time. Then the mixture's partial
+// diagnostics are dropped, "conditioned" says "no: <why>", and the caller answers
+// unconditioned. False otherwise (the caller returns `status`).
+bool FallsBack(const absl::Status& status, const Deadline& query,
+               std::vector<AnswerDiagnostic>& diagnostics);
 
 class MixtureEstimate {
  public:

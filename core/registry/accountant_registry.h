@@ -32,10 +32,13 @@ std::span<const std::string_view> AccountantNames();
 bool CanCertify(std::string_view name);
 
 // The options of an accountant whose certified ends are all that is read (admission):
-// work that refines the estimate alone is turned off (SPA/Edgeworth conditioning,
-// 0.2-1 s per fresh ledger; the bounds do not depend on it).
+// the SPA/Edgeworth conditioning is turned off (0.3-9 s per fresh ledger). The
+// Edgeworth bounds do not depend on it; the SPA's certified interval is then the
+// unconditioned one, wider than the conditioned answer's (which intersects it with
+// the mixture's proven bounds) but still proven, so admission stays sound.
 AccountantOptions ForBoundsOnly(AccountantOptions options);
-// True when ForBoundsOnly(options) changes the named accountant's estimates.
+// True when ForBoundsOnly(options) changes the named accountant's answers (its
+// estimate; for spa also its certified interval).
 bool BoundsOnlyChangesEstimate(std::string_view name, const AccountantOptions& options);
 
 // INVALID_ARGUMENT naming `accountant` for an unknown name.
