@@ -6,6 +6,7 @@
 #include <utility>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "absl/strings/str_format.h"
 #include "core/accountants/pld_window.h"
@@ -503,11 +504,19 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
   int restarts = 0;
   double log_target = log_delta;
   int coarsenings = 0;
+  // The smallest certified upper end seen before the first whole interval (a
+  // restart or re-plan drops its grid): past the deadline it still answers [0, it].
+  std::optional<PldInterval> upper_only;
   for (int r = 0; r <= (fixed ? 0 : options_.max_refinements);) {
     absl::StatusOr<Curves> c = Compute(events, direction, *plan, h, log_target, replanned);
     if (!c.ok()) {
       // Past the deadline a finer grid is abandoned: the coarser interval stands.
       if (have && c.status().code() == absl::StatusCode::kDeadlineExceeded) break;
+      if (upper_only.has_value() && c.status().code() == absl::StatusCode::kDeadlineExceeded) {
+        upper_only->stop = PldStop::kRefinementCap;
+        upper_only->stop_detail = std::string(c.status().message());
+        return *upper_only;
+      }
       if (c.status().code() != absl::StatusCode::kOutOfRange) return c.status();
       if (RelaxTruncation()) continue;  // as in Delta
       if (have && 2 * h < h_done) {  // a jump too far: try one halving less
@@ -532,6 +541,9 @@ absl::StatusOr<PldInterval> PldEngine::Epsilon(std::span<const MechanismEvent> e
       }
       log_target = log_delta + std::log(1e-3) + log_delta - c->pess.log_outside();
       continue;
+    }
+    if (!have && (!upper_only.has_value() || *up < upper_only->upper)) {
+      upper_only = PldInterval{0, *up, h, plan->tilt, c->n};
     }
     if (!replanned && !fixed && restarts < kMaxRestarts && *up > 0) {
       // The first step came from the saddle-point guess of epsilon. Where the

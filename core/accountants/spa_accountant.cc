@@ -159,6 +159,18 @@ class SpaAccountant final : public Accountant {
     diagnostics_.push_back({"interval_upper", std::string(mix[1] < upper ? "mixture"
                                                                           : "unconditioned")});
     diagnostics_.push_back({"mixture_relative_width", width});
+    if (mix[0] > upper || mix[1] < lower) {
+      // Two proven intervals that do not overlap mean a bug in one of them; their
+      // hull still holds the truth if the other is right, and the answer says so.
+      diagnostics_.push_back(
+          {"interval_conflict",
+           absl::StrFormat("the mixture's proven interval [%g, %g] and the unconditioned one "
+                           "[%g, %g] do not overlap (a bug: please report); the answer is their hull",
+                           mix[0], mix[1], lower, upper)});
+      lower = std::min(lower, mix[0]);
+      upper = std::max(upper, mix[1]);
+      return;
+    }
     lower = std::max(lower, mix[0]);
     upper = std::min(upper, mix[1]);
   }

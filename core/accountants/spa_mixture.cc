@@ -58,6 +58,16 @@ absl::StatusOr<std::unique_ptr<ConditionedMixture>> ConditionedMixture::Build(
     }
   }
   std::vector<JumpLaw>& jumps = mixture->jumps_;
+  // delta(eps) >= Pr[S = +inf] > 0 for every eps then; the bounds below (e.g. 0
+  // at or above ess_sup_) assume every loss is finite.
+  bool infinite = false;
+  for (const std::unique_ptr<Plrv>& plrv : mixture->rest_plrvs_) {
+    infinite = infinite || plrv->InfiniteLossMass() > 0;
+  }
+  for (const JumpLaw& law : jumps) infinite = infinite || law.plrv->InfiniteLossMass() > 0;
+  if (infinite) {
+    return absl::FailedPreconditionError("the ledger has a step with an infinite loss");
+  }
   if (jumps.empty()) {
     return absl::FailedPreconditionError(
         "the ledger has no Poisson-subsampled mechanism with sampling_rate < 1");
@@ -277,15 +287,16 @@ double ConditionedMixture::CellLoss(const JumpLaw& law, int64_t offset) const {
 ConditionedMixture::Limits ConditionedMixture::LimitsFor(double epsilon_lo, double epsilon_hi) const {
   EnsureCompositions(0);
   // Sums below s_lo leave the bulk more than its reach to cover: D = 0 there,
-  // and so for every later sum when no jump is positive.
+  // and so for every later sum when no jump is positive (lumped cells included:
+  // a lumped positive jump would lift a dropped sum above s_lo).
   Limits limits{{}, epsilon_hi + kLumpMargin, epsilon_lo - Curve(0).reach() - 1};
   for (const JumpLaw& law : jumps_) {
     // Cells above s_hi are lumped.
     int64_t cap = static_cast<int64_t>(law.log_cell_mass.size());
     while (cap > 0 && CellLoss(law, cap - 1) > limits.s_hi) --cap;
     limits.caps.push_back(cap);
-    for (int64_t i = 0; i < cap; ++i) {
-      if (CellLoss(law, i) > 0 && law.log_cell_mass[static_cast<size_t>(i)] > -kInf) {
+    for (size_t i = 0; i < law.log_cell_mass.size(); ++i) {
+      if (CellLoss(law, static_cast<int64_t>(i)) > 0 && law.log_cell_mass[i] > -kInf) {
         limits.s_lo = -kInf;
       }
     }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "core/accountants/spa_delta.h"
 #include "core/accountants/spa_ew2.h"
 #include "core/accountants/spa_ma_bound.h"
@@ -29,6 +30,9 @@ constexpr double kHalfLog2Pi = 0.91893853320467274;
 // absolute one on the complement's O(1) terms.
 constexpr double kBulkBoundEta = 1e-6;
 constexpr double kComplementRounding = 1e-15;
+// Error of one restricted step's K (and K(-1)) from its 8192 cell sums, with
+// 10x room; n such steps carry n times it (header comment).
+constexpr double kStepKError = 1e-11;
 // The bound cache grid starts this many standard deviations below the bulk mean
 // (D ~ 1 below) and has at most this many points.
 constexpr double kGridSpreads = 12;
@@ -199,8 +203,15 @@ absl::StatusOr<MixtureBulk> MixtureBulk::Build(std::span<const RestrictedStep> j
   for (size_t g = 0; g < jumping.size(); ++g) {
     bulk.kb_minus1_.push_back(CellCumulants(ys[g], masses[g], -1).k);
   }
+  // K_rest(-1) <= 0 enters the complement form's head 1 - e^{x + K(-1)}, which
+  // the proven upper bound uses: without it there is no bound (0 would be the
+  // unsafe side), so the mixture does not apply.
   absl::StatusOr<std::array<double, 6>> r = rest_at(-1);
-  bulk.kr_minus1_ = r.ok() ? (*r)[0] : 0;
+  if (!r.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "conditioned mixture: K(-1) of the other mechanisms is not known: ", r.status().message()));
+  }
+  bulk.kr_minus1_ = (*r)[0];
   return bulk;
 }
 
@@ -274,13 +285,17 @@ BulkBound MixtureBulk::BoundForCount(std::span<const double> counts, double x_hi
       x_lo = std::min(x_lo, k1 - kGridSpreads * std::sqrt(k2));
     }
   }
-  return BulkBound(std::move(tilts), k_minus1, shift, mean, band, x_lo, x_hi, step);
+  double steps = 0;  // restricted steps (the rest's K is Plrv::Tilted's, as in spa.md 5.2)
+  for (double c : counts) steps += c;
+  const double eta = std::min(0.5, std::max(kBulkBoundEta, kStepKError * steps));
+  const double rounding = std::min(0.5, std::max(kComplementRounding, kStepKError * steps));
+  return BulkBound(std::move(tilts), k_minus1, shift, mean, band, x_lo, x_hi, step, eta, rounding);
 }
 
 BulkBound::BulkBound(std::vector<Tilt> rows, double log_mgf_minus1, double shift, double mean,
-                     double band, double x0, double x1, double step)
+                     double band, double x0, double x1, double step, double eta, double rounding)
     : log_mgf_minus1_(log_mgf_minus1), shift_(shift), mean_(mean), band_(band), x0_(x0),
-      step_(step) {
+      step_(step), eta_(eta), rounding_(rounding) {
   const double n = std::ceil((x1 - x0) / step) + 1;
   const size_t size = n > 0 && n < kMaxGridPoints ? static_cast<size_t>(n) : 0;
   lower_.assign(size, kNaN);
@@ -356,16 +371,16 @@ double BulkBound::LogUpperMid(double x) const {
       const double clt = base + LogGaussianThetaMean(tau, r->s, (x - r->k1) / r->s);
       const double low = std::exp(std::min(LogAddExp(clt, log_max + r->log_be), log_max));
       const double head = -std::expm1(x + log_mgf_minus1_);
-      const double d = head + low + kComplementRounding * (1 + std::abs(head) + low);
+      const double d = head + low + rounding_ * (1 + std::abs(head) + low);
       if (d > 0) best = std::min(best, std::log(d));
     }
   }
-  return std::min(0.0, best + std::log1p(kBulkBoundEta));
+  return std::min(0.0, best + std::log1p(eta_));
 }
 
 double BulkBound::LogLowerMid(double x) const {
   // The complement's first terms alone (its last term is >= 0).
-  const double head = -std::expm1(x + log_mgf_minus1_) - kComplementRounding;
+  const double head = -std::expm1(x + log_mgf_minus1_) - rounding_;
   double best = head > 0 ? std::log(head) : -kInf;
   if (x >= mean_ - band_ || neg_.empty()) {
     for (const Tilt* r : Near(pos_, x)) {
@@ -384,11 +399,11 @@ double BulkBound::LogLowerMid(double x) const {
       const double err = log_max + r->log_be;
       const double low = clt > err ? std::exp(LogSubExp(clt, err)) : 0;
       const double head_exact = -std::expm1(x + log_mgf_minus1_);
-      const double d = head_exact + low - kComplementRounding * (1 + std::abs(head_exact) + low);
+      const double d = head_exact + low - rounding_ * (1 + std::abs(head_exact) + low);
       if (d > 0) best = std::max(best, std::log(d));
     }
   }
-  return best + std::log1p(-kBulkBoundEta);
+  return best + std::log1p(-eta_);
 }
 
 }  // namespace dpledger::core

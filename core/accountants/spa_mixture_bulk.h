@@ -47,11 +47,17 @@
 //   point alone can be loose where every tilt form is: +35% measured at q 1e-4).
 //   A step of h/4 costs at most e^{t step} - 1 of width at the saddle tilt t.
 //   Above the grid: upper(last point), lower 0; below it: direct.
-// Floating point: relative margins kSpaEtaP on P_t and kBulkBoundEta on D (cell
-// sums of 8192 terms and Plrv::Tilted's quadrature, spa.md 5.2), plus 1e-15
-// absolute on the complement's O(1) terms (rounding of 1 - e^a).
+// Floating point: relative margins kSpaEtaP on P_t and eta on D, plus an
+// absolute one on the complement's O(1) terms (rounding of 1 - e^a). A restricted
+// step's K comes from sums of 8192 cell masses (CDF differences), good to ~1e-12;
+// n such steps multiply that by n, so the margins are max(1e-6, 1e-11 n) relative
+// and max(1e-15, 1e-11 n) absolute (10x the per-step error). The other
+// mechanisms' K is Plrv::Tilted's, which the unconditioned SPA's certificate rests
+// on in the same way (spa.md 5.2); it is not scaled (2^40 Gaussian steps of
+// sigma 1e300 have K ~ 0 to full relative precision).
 //
-// Thread safety: immutable after Build.
+// Thread safety: MixtureBulk is immutable after Build; a BulkBound fills its grid
+// cache on demand (not thread-safe, like ConditionedMixture).
 #pragma once
 
 #include <array>
@@ -101,8 +107,10 @@ class BulkBound {
     double t, k, k1, s, log_be;  // K, K', sqrt K'', log(1.12 P_t (1 + eta_P) / K''^{3/2})
   };
   // The cache grid covers [x0, x1] of B_mid with spacing `step`.
+  // `eta`: relative margin on D; `rounding`: absolute margin on the complement's
+  // O(1) terms (both grow with the number of steps, header comment).
   BulkBound(std::vector<Tilt> rows, double log_mgf_minus1, double shift, double mean, double band,
-            double x0, double x1, double step);
+            double x0, double x1, double step, double eta, double rounding);
   double LogLower(double x) const;
   double LogUpper(double x) const;
 
@@ -119,6 +127,7 @@ class BulkBound {
   double mean_;                  // K_mid'(0)
   double band_;                  // both forms are tried within this of the mean
   double x0_ = 0, step_ = 1;
+  double eta_, rounding_;
   mutable std::vector<double> lower_, upper_;  // per grid point, NaN until computed
 };
 

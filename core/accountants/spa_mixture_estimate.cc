@@ -1,6 +1,7 @@
 #include "core/accountants/spa_mixture_estimate.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -21,13 +22,19 @@ constexpr double kIntervalSearchTolerance = 2e-4;
 constexpr double kIntervalFirstStep = 0.02;
 constexpr double kIntervalAim = 0.01;
 
+// The per-direction diagnostics of a conditioned answer, "<direction>_<name>".
+constexpr std::array<std::string_view, 4> kDirectionNotes = {
+    "mixture_terms", "jump_mechanisms", "truncated_mass", "jump_threshold"};
+
 void Note(const ConditionedMixture& mix, const MixtureDelta& d,
           std::vector<AnswerDiagnostic>& diagnostics) {
   const std::string dir = mix.direction() == Direction::kRemove ? "remove_" : "add_";
-  diagnostics.push_back({dir + "mixture_terms", static_cast<double>(d.terms)});
-  diagnostics.push_back({dir + "jump_mechanisms", static_cast<double>(mix.mechanisms())});
-  diagnostics.push_back({dir + "truncated_mass", d.truncated_mass});
-  diagnostics.push_back({dir + "jump_threshold", mix.threshold()});
+  const std::array<double, 4> values = {static_cast<double>(d.terms),
+                                        static_cast<double>(mix.mechanisms()), d.truncated_mass,
+                                        mix.threshold()};
+  for (size_t i = 0; i < kDirectionNotes.size(); ++i) {
+    diagnostics.push_back({dir + std::string(kDirectionNotes[i]), values[i]});
+  }
 }
 
 // A mixture that gave up (RESOURCE_EXHAUSTED): the answer is the unconditioned
@@ -54,22 +61,19 @@ Deadline MixtureDeadline(const Deadline& query) {
 bool FallsBack(const absl::Status& status, const Deadline& query,
                std::vector<AnswerDiagnostic>& diagnostics) {
   if (!absl::IsDeadlineExceeded(status) || query.Expired()) return false;
+  // The notes of a mixture call that finished before a later one ran out.
   std::erase_if(diagnostics, [](const AnswerDiagnostic& d) {
-    for (std::string_view name : {"conditioned", "interval_lower", "interval_upper",
-                                  "mixture_relative_width"}) {
-      if (d.name == name) return true;
-    }
-    for (std::string_view suffix :
-         {"_mixture_terms", "_jump_mechanisms", "_truncated_mass", "_jump_threshold"}) {
-      if (d.name.ends_with(suffix)) return true;
+    if (d.name == "conditioned") return true;
+    for (std::string_view note : kDirectionNotes) {
+      if (d.name.ends_with(note)) return true;
     }
     return false;
   });
   diagnostics.push_back(
-      {"conditioned",
-       absl::StrFormat("no: the conditioned mixture ran past its share (%g) of the query time "
-                       "cap; the answer is the unconditioned one (%s)",
-                       kMixtureTimeShare, status.message())});
+      {"conditioned", absl::StrFormat("no: the conditioned mixture ran past its share (%g of "
+                                      "the time left) of the query time cap; the answer is the "
+                                      "unconditioned one",
+                                      kMixtureTimeShare)});
   return true;
 }
 
@@ -118,15 +122,17 @@ absl::StatusOr<std::optional<double>> MixtureEstimate::Delta(
     double epsilon, double log_floor, const Deadline& deadline,
     std::vector<AnswerDiagnostic>& diagnostics) const {
   double estimate = 0;
+  std::vector<AnswerDiagnostic> notes;  // kept once every direction answered
   for (const ConditionedMixture* mix : active_) {
     // The max over directions keeps the larger: a direction's terms far below the
     // answer so far need no precision.
     const double floor = std::max(log_floor, std::log(estimate) + std::log(kOtherDirectionFraction));
     absl::StatusOr<MixtureDelta> d = mix->Delta(epsilon, deadline, floor);
     if (!d.ok()) return GaveUp(d.status(), diagnostics);
-    Note(*mix, *d, diagnostics);
+    Note(*mix, *d, notes);
     estimate = std::max(estimate, std::exp(d->log_delta));
   }
+  diagnostics.insert(diagnostics.end(), notes.begin(), notes.end());
   return estimate;
 }
 
@@ -135,14 +141,16 @@ absl::StatusOr<std::optional<double>> MixtureEstimate::Epsilon(
     std::vector<AnswerDiagnostic>& diagnostics) const {
   // eps(delta) of the composed ledger is the max over directions.
   double estimate = lo;
+  std::vector<AnswerDiagnostic> notes;  // kept once every direction answered
   for (const ConditionedMixture* mix : active_) {
     absl::StatusOr<double> eps = mix->Epsilon(delta, lo, hi, deadline);
     if (!eps.ok()) return GaveUp(eps.status(), diagnostics);
     absl::StatusOr<MixtureDelta> d = mix->Delta(*eps, deadline, std::log(delta));
     if (!d.ok()) return GaveUp(d.status(), diagnostics);
-    Note(*mix, *d, diagnostics);
+    Note(*mix, *d, notes);
     estimate = std::max(estimate, *eps);
   }
+  diagnostics.insert(diagnostics.end(), notes.begin(), notes.end());
   return estimate;
 }
 
