@@ -31,6 +31,10 @@ struct WeightedPoints {
 // Calls f(x, w) for the nodes of composite 20-point Gauss-Legendre on each
 // sub-interval of `breaks`, with max(2, ceil(len * per_unit)) equal panels each
 // (the node layout of the reference implementation).
+// Most panels on one sub-interval (the reference layout asks for at most
+// 64 per unit of width relative to mu, i.e. ~64 on [0, mu]).
+constexpr double kMaxPanels = 1 << 16;
+
 template <typename F>
 void ForEachNode(const std::vector<double>& breaks, double per_unit, F&& f) {
   using Rule = boost::math::quadrature::gauss<double, 20>;
@@ -39,7 +43,10 @@ void ForEachNode(const std::vector<double>& breaks, double per_unit, F&& f) {
   for (size_t b = 0; b + 1 < breaks.size(); ++b) {
     const double lo = breaks[b], hi = breaks[b + 1];
     if (!(hi > lo)) continue;
-    const int panels = std::max(2, static_cast<int>(std::ceil((hi - lo) * per_unit)));
+    // In double first: a subnormal width makes per_unit infinite (fuzz_accountants:
+    // inf converted to int), and the product is <= 64 per unit width anyway.
+    const double wanted = std::ceil((hi - lo) * per_unit);
+    const int panels = wanted > 2 ? static_cast<int>(std::min(wanted, kMaxPanels)) : 2;
     const double width = (hi - lo) / panels;
     for (int p = 0; p < panels; ++p) {
       const double half = width / 2, mid = lo + p * width + half;

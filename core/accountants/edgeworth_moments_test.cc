@@ -278,5 +278,18 @@ TEST(EdgeworthMoments, ApproxDpWithPositiveDeltaIsUnimplemented) {
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("delta")));
 }
 
+
+// fuzz_accountants / fuzz_service_requests (2026-11-24): a subsampled Laplace step
+// whose sensitivity / scale is subnormal made the quadrature's panel count
+// infinite (UB converting inf to int). Such a step loses almost nothing: its
+// moments are finite and tiny.
+TEST(EdgeworthMoments, SubnormalLaplaceWidthHasFiniteMoments) {
+  absl::StatusOr<Mechanism> m = Mechanism::SubsampledLaplace(1e300, 0.5, 1e-20);
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<PllrPair> pair = EdgeworthPllrPair(*m, Direction::kRemove);
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  EXPECT_TRUE(std::isfinite(pair->x.k1) && std::isfinite(pair->x.k2));
+  EXPECT_LE(std::abs(pair->x.k1), 1e-300);
+}
 }  // namespace
 }  // namespace dpledger::core
