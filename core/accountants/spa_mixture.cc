@@ -253,16 +253,20 @@ double ConditionedMixture::LogTotalMass(int total) const {
   return log_mass;
 }
 
+std::vector<double> ConditionedMixture::BulkCounts(size_t composition) const {
+  std::vector<double> counts;
+  for (size_t g = 0; g < jumps_.size(); ++g) {
+    counts.push_back(jumps_[g].k - compositions_[composition].m[g]);
+  }
+  return counts;
+}
+
 const BulkBound& ConditionedMixture::Bound(size_t composition) const {
   if (bounds_.size() <= composition) bounds_.resize(composition + 1);
   std::optional<BulkBound>& b = bounds_[composition];
   if (!b.has_value()) {
-    std::vector<double> counts;
-    for (size_t g = 0; g < jumps_.size(); ++g) {
-      counts.push_back(jumps_[g].k - compositions_[composition].m[g]);
-    }
     // The cache grid ends one nat past the estimate's reach, with a step of h/4.
-    b = bulk_->BoundForCount(counts, Curve(composition).reach() + 1, h_ / 4);
+    b = bulk_->BoundForCount(BulkCounts(composition), Curve(composition).reach() + 1, h_ / 4);
   }
   return *b;
 }
@@ -271,11 +275,7 @@ const BulkCurve& ConditionedMixture::Curve(size_t composition) const {
   if (curves_.size() <= composition) curves_.resize(composition + 1);
   std::optional<BulkCurve>& c = curves_[composition];
   if (!c.has_value()) {
-    std::vector<double> counts;
-    for (size_t g = 0; g < jumps_.size(); ++g) {
-      counts.push_back(jumps_[g].k - compositions_[composition].m[g]);
-    }
-    c = bulk_->ForCount(counts);
+    c = bulk_->ForCount(BulkCounts(composition));
   }
   return *c;
 }

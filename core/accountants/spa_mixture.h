@@ -169,6 +169,8 @@ class ConditionedMixture {
   size_t EnsureCompositions(int total) const;
   // log b_T(total) of the total count (-inf when no composition has it).
   double LogTotalMass(int total) const;
+  // The bulk's restricted steps of each mechanism for a count vector: k_g - m_g.
+  std::vector<double> BulkCounts(size_t composition) const;
   const BulkCurve& Curve(size_t composition) const;
   const BulkBound& Bound(size_t composition) const;
   // The lump and drop limits of the jump sums (for a range of queries).
