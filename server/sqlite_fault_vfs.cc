@@ -48,7 +48,8 @@ int Read(sqlite3_file* f, void* buf, int amt, sqlite3_int64 off) {
 
 int Write(sqlite3_file* f, const void* buf, int amt, sqlite3_int64 off) {
   SqliteFaultVfs& s = State();
-  const IoFault fault = s.crashed() ? IoFault::kCrashAtSync : s.CurrentFault();
+  const IoFault fault = s.crashed() ? IoFault::kCrashAtSync
+                                    : s.CurrentFault(reinterpret_cast<FaultFile*>(f)->path);
   switch (fault) {
     case IoFault::kCrashAtSync:
       if (!s.crashed()) break;  // the crash happens at the next sync
@@ -94,13 +95,13 @@ int Truncate(sqlite3_file* file, sqlite3_int64 size) {
 
 int Sync(sqlite3_file* file, int flags) {
   SqliteFaultVfs& s = State();
-  const IoFault fault = s.crashed() ? IoFault::kCrashAtSync : s.CurrentFault();
+  const FaultFile* f = reinterpret_cast<FaultFile*>(file);
+  const IoFault fault = s.crashed() ? IoFault::kCrashAtSync : s.CurrentFault(f->path);
   if (fault == IoFault::kCrashAtSync) {
     s.SetCrashed();
     s.CountFault();
     return SQLITE_IOERR_FSYNC;
   }
-  const FaultFile* f = reinterpret_cast<FaultFile*>(file);
   if (fault == IoFault::kSyncError) {
     s.CountFault();
     if (f->path != nullptr) (void)s.LoseUnsyncedWrites(f->path);
@@ -238,9 +239,10 @@ SqliteFaultVfs& SqliteFaultVfs::Get() {
   return *instance;
 }
 
-void SqliteFaultVfs::Inject(IoFault fault) {
+void SqliteFaultVfs::Inject(IoFault fault, std::string only_path) {
   std::lock_guard<std::mutex> l(mu_);
   fault_ = fault;
+  fault_path_ = std::move(only_path);
 }
 
 void SqliteFaultVfs::SetControlFile(std::string path) {
@@ -248,7 +250,7 @@ void SqliteFaultVfs::SetControlFile(std::string path) {
   control_file_ = std::move(path);
 }
 
-IoFault SqliteFaultVfs::CurrentFault() {
+IoFault SqliteFaultVfs::CurrentFault(const char* path) {
   std::lock_guard<std::mutex> l(mu_);
   if (!control_file_.empty()) {
     std::ifstream in(control_file_);
@@ -257,6 +259,7 @@ IoFault SqliteFaultVfs::CurrentFault() {
     absl::StatusOr<IoFault> f = ParseIoFault(word);
     fault_ = f.ok() ? *f : IoFault::kNone;
   }
+  if (!fault_path_.empty() && (path == nullptr || fault_path_ != path)) return IoFault::kNone;
   return fault_;
 }
 
@@ -330,6 +333,7 @@ absl::Status SqliteFaultVfs::DropUnsyncedWrites() {
   unsynced_.clear();
   crashed_ = false;
   fault_ = IoFault::kNone;
+  fault_path_.clear();
   return absl::OkStatus();
 }
 
@@ -338,6 +342,7 @@ void SqliteFaultVfs::Reset() {
   unsynced_.clear();
   crashed_ = false;
   fault_ = IoFault::kNone;
+  fault_path_.clear();
   control_file_.clear();
   faults_hit_ = 0;
 }

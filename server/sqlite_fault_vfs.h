@@ -47,8 +47,10 @@ class SqliteFaultVfs {
   // The instance, registered with SQLite (not as the default VFS) on first use.
   static SqliteFaultVfs& Get();
 
-  // Every matching call fails from now until Clear() (kCrashAtSync: until DropUnsyncedWrites).
-  void Inject(IoFault fault);
+  // Every matching call fails from now until Clear() (kCrashAtSync: until DropUnsyncedWrites);
+  // with `only_path`, only calls on that file (the name SQLite opened it by, e.g. the
+  // database file but not its WAL).
+  void Inject(IoFault fault, std::string only_path = "");
   void Clear() { Inject(IoFault::kNone); }
   // Read the fault from `path` before each write and sync ("" stops): the end-to-end seam.
   void SetControlFile(std::string path);
@@ -62,7 +64,7 @@ class SqliteFaultVfs {
   void Reset();
 
   // Used by the VFS callbacks (sqlite_fault_vfs.cc).
-  IoFault CurrentFault();
+  IoFault CurrentFault(const char* path);  // path: null for temporary files
   void CountFault();
   void SetCrashed();
   // An undo record for a change of `path`: before [offset, offset + old_bytes.size()) held
@@ -83,6 +85,7 @@ class SqliteFaultVfs {
   static absl::Status Revert(const std::string& path, const std::vector<Undo>& undos);
   mutable std::mutex mu_;
   IoFault fault_ = IoFault::kNone;
+  std::string fault_path_;  // "" every file
   std::string control_file_;
   bool crashed_ = false;
   int64_t faults_hit_ = 0;

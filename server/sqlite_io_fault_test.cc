@@ -7,6 +7,8 @@
 // exactly the acknowledged updates, the chain and integrity checks pass.
 #include "server/sqlite_fault_vfs.h"
 
+#include <sqlite3.h>
+
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -61,7 +63,7 @@ class SqliteIoFaultTest : public ::testing::Test {
     SqliteStoreOptions o;
     o.path = path_;
     o.vfs = SqliteFaultVfs::kName;
-    o.wal_autocheckpoint_pages = 4;  // checkpoints every few commits meet the faults too
+    o.wal_autocheckpoint_pages = checkpoint_pages_;
     auto store = SqliteStore::Open(o);
     ASSERT_THAT(store, IsOk());
     store_ = *std::move(store);
@@ -125,6 +127,7 @@ class SqliteIoFaultTest : public ::testing::Test {
     ExpectStoredLedger(5);
   }
 
+  int checkpoint_pages_ = 4;  // checkpoints every few commits meet the faults too
   SqliteFaultVfs& vfs_ = SqliteFaultVfs::Get();
   testing::TempDir dir_;
   std::string path_ = dir_.file("ledger.db");
@@ -216,6 +219,50 @@ TEST_F(SqliteIoFaultTest, CrashDuringAGroupCommitLosesNoAcknowledgedUpdate) {
   }
   store->reset();
   ExpectStoredLedger(20);
+}
+
+// The sequence behind a lost acknowledged update that the random test below found once in
+// about 100 runs (sqlite_store.h, "Failed fsync"): a checkpoint beside an open read snapshot
+// copies a commit's pages into the database file without an fsync and records them as
+// copied; a later fsync of the database file fails, which drops them; the next good
+// checkpoint copies only newer frames and the WAL restarts over the only copy. Here the
+// commit is CreateJob("a") (the jobs table) and the later ones append to "j" (the updates
+// table), so no later frame carries the lost page. Every commit checkpoints (1 page).
+TEST_F(SqliteIoFaultTest, FailedDatabaseFsyncAfterAPartialCheckpointLosesNoCommit) {
+  Close();
+  checkpoint_pages_ = 1;
+  ASSERT_NO_FATAL_FAILURE(Open());
+  ASSERT_NO_FATAL_FAILURE(AppendOk(1));
+  // C1's checkpoint fails at its first write to the database file: C1 stays in the WAL only.
+  vfs_.Inject(IoFault::kWriteError, path_);
+  ASSERT_THAT(service_->CreateJob(Caller::Insecure(), Spec("a")), IsOk());
+  vfs_.Clear();
+  // A reader's snapshot at C1's end: C2's checkpoint can copy only up to it (a partial
+  // checkpoint, no fsync of the database file).
+  sqlite3* reader = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &reader, SQLITE_OPEN_READONLY, SqliteFaultVfs::kName),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM jobs;", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  ASSERT_NO_FATAL_FAILURE(AppendOk(2));
+  ASSERT_EQ(sqlite3_exec(reader, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_close(reader), SQLITE_OK);
+  // C3 is durable in the WAL; its checkpoint's fsync of the database file fails.
+  vfs_.Inject(IoFault::kSyncError, path_);
+  ASSERT_NO_FATAL_FAILURE(AppendOk(3));
+  EXPECT_GT(vfs_.faults_hit(), 0);
+  vfs_.Clear();
+  // Good checkpoints again; the WAL restarts.
+  for (int64_t seq = 4; seq <= 8; ++seq) ASSERT_NO_FATAL_FAILURE(AppendOk(seq));
+  Close();
+  auto store = OpenPlain(path_);
+  ASSERT_THAT(store, IsOk()) << "no acknowledged commit may be lost";
+  absl::StatusOr<std::optional<JobRow>> a = (*store)->GetJob({"default", "a"});
+  ASSERT_THAT(a, IsOk());
+  EXPECT_TRUE(a->has_value()) << "job 'a' was acknowledged";
+  EXPECT_THAT(CheckLedgerConsistency(**store), IsOk());
+  store->reset();
+  ExpectStoredLedger(8);
 }
 
 // Faults switched at random (fixed seed) under concurrent writers and group commit, then a

@@ -39,8 +39,18 @@ absl::StatusOr<sqlite3*> OpenConnection(const SqliteStoreOptions& options, bool 
   return db;
 }
 
+// Records the WAL's size after each commit (the hook SQLite's own autocheckpoint would
+// use): Apply checkpoints itself, so that it sees the checkpoint's errors.
+int OnWalCommit(void* frames, sqlite3*, const char*, int wal_frames) {
+  *static_cast<int*>(frames) = wal_frames;
+  return SQLITE_OK;
+}
+
+// An error after which a file's state is unknown past its last good fsync.
+bool IsIoError(int rc) { return (rc & 0xff) == SQLITE_IOERR || (rc & 0xff) == SQLITE_FULL; }
+
 // WAL with synchronous=FULL: each COMMIT fsyncs the WAL, so Apply's OK means durable.
-absl::Status ConfigureWriter(sqlite3* db, const SqliteStoreOptions& options) {
+absl::Status ConfigureWriter(sqlite3* db, int* wal_frames) {
   Stmt wal(db, "PRAGMA journal_mode=WAL");
   if (!wal.status().ok()) return wal.status();
   if (wal.Step() != SQLITE_ROW) return Error(db, sqlite3_errcode(db), "journal_mode");
@@ -49,9 +59,7 @@ absl::Status ConfigureWriter(sqlite3* db, const SqliteStoreOptions& options) {
         absl::StrFormat("sqlite: journal_mode WAL refused (got '%s')", wal.Text(0)));
   }
   if (absl::Status s = Exec(db, "PRAGMA synchronous=FULL"); !s.ok()) return s;
-  if (options.wal_autocheckpoint_pages > 0) {
-    sqlite3_wal_autocheckpoint(db, options.wal_autocheckpoint_pages);
-  }
+  sqlite3_wal_hook(db, OnWalCommit, wal_frames);  // replaces SQLite's autocheckpoint
   return Exec(db, "PRAGMA foreign_keys=OFF");
 }
 
@@ -167,12 +175,15 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
         "dpledgerd per data_dir",
         options.path, lock_path));
   }
+  store->options_ = options;
   absl::StatusOr<sqlite3*> w = OpenConnection(options, /*writer=*/true);
   if (!w.ok()) return w.status();
   store->write_db_ = *w;
   // Integrity first: a damaged file must not be migrated or served.
   if (absl::Status s = store->CheckIntegrity(options.full_check); !s.ok()) return s;
-  if (absl::Status s = ConfigureWriter(store->write_db_, options); !s.ok()) return s;
+  if (absl::Status s = ConfigureWriter(store->write_db_, &store->wal_frames_); !s.ok()) {
+    return s;
+  }
   absl::StatusOr<int> version = sqlite::Migrate(store->write_db_, kSqliteSchemaVersion);
   if (!version.ok()) return version.status();
   store->schema_version_ = *version;
@@ -269,22 +280,82 @@ absl::Status SqliteStore::CheckIntegrity(bool full) {
 absl::Status SqliteStore::Apply(std::span<const WriteBatch* const> batches) {
   std::lock_guard<std::mutex> lock(write_mu_);
   if (absl::Status s = CheckPath(); !s.ok()) return s;
-  if (absl::Status s = Exec(write_db_, "BEGIN IMMEDIATE"); !s.ok()) return s;
-  absl::Status s;
+  if (write_db_ == nullptr) {  // an earlier Reconnect failed
+    if (absl::Status s = Reconnect(); !s.ok()) return s;
+  }
+  absl::Status s = Exec(write_db_, "BEGIN IMMEDIATE");
   for (const WriteBatch* b : batches) {
-    s = ApplyOne(*b);
     if (!s.ok()) break;
+    s = ApplyOne(*b);
   }
   if (s.ok()) s = Exec(write_db_, "COMMIT");
   if (!s.ok()) {
     // After a failed COMMIT SQLite may already have rolled back; ROLLBACK then fails
-    // harmlessly with "no transaction is active".
+    // harmlessly with "no transaction is active". No Reconnect here (sqlite_store.h).
     (void)Exec(write_db_, "ROLLBACK");
     return s;
   }
   // The mark covers the group before it is acknowledged (store_mark.h).
   AddCommitted(mark_, batches);
-  return mark_file_->Write(mark_);
+  s = mark_file_->Write(mark_);
+  // The group is durable in the WAL; a failed checkpoint leaves it there.
+  if (s.ok() && wal_frames_ >= CheckpointPages()) Checkpoint();
+  return s;
+}
+
+int SqliteStore::CheckpointPages() const {
+  return options_.wal_autocheckpoint_pages > 0 ? options_.wal_autocheckpoint_pages : 1000;
+}
+
+void SqliteStore::Checkpoint() {
+  int wal = 0, copied = 0;
+  const int rc =
+      sqlite3_wal_checkpoint_v2(write_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal, &copied);
+  if (rc == SQLITE_OK) return;
+  spdlog::warn("sqlite checkpoint of '{}' failed: {} (code {}); the WAL keeps every commit",
+               path_, sqlite3_errmsg(write_db_), rc);
+  if (IsIoError(rc)) (void)Reconnect();
+}
+
+absl::Status SqliteStore::Reconnect() {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  if (read_db_ != nullptr) sqlite3_close(read_db_);
+  read_db_ = nullptr;
+  if (write_db_ != nullptr) {
+    // No checkpoint at close: it would trust the WAL index being discarded.
+    sqlite3_db_config(write_db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    if (sqlite3_close(write_db_) != SQLITE_OK) {
+      spdlog::error("sqlite: closing the write connection of '{}' failed: {}", path_,
+                    sqlite3_errmsg(write_db_));
+    }
+  }
+  write_db_ = nullptr;
+  wal_frames_ = 0;
+  absl::StatusOr<sqlite3*> w = OpenConnection(options_, /*writer=*/true);
+  absl::Status s = w.status();
+  if (s.ok()) {
+    write_db_ = *w;
+    s = ConfigureWriter(write_db_, &wal_frames_);
+  }
+  if (s.ok()) {
+    absl::StatusOr<sqlite3*> r = OpenConnection(options_, /*writer=*/false);
+    s = r.status();
+    if (s.ok()) read_db_ = *r;
+  }
+  if (!s.ok()) {
+    // Both or neither: a writer without its configuration must not commit.
+    if (read_db_ != nullptr) sqlite3_close(read_db_);
+    if (write_db_ != nullptr) sqlite3_close(write_db_);
+    read_db_ = write_db_ = nullptr;
+    spdlog::error("sqlite: reopening '{}' after an I/O error failed: {}; retried at the "
+                  "next commit",
+                  path_, s.ToString());
+    return s;
+  }
+  spdlog::warn("sqlite: reopened '{}' after an I/O error; its WAL index was rebuilt from the "
+               "WAL",
+               path_);
+  return absl::OkStatus();
 }
 
 absl::Status SqliteStore::ApplyOne(const WriteBatch& batch) {

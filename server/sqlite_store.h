@@ -15,6 +15,28 @@
 // rewrites the mark after each commit group before returning OK.
 // The mark lives in "<path>.mark" (store_mark.h).
 //
+// Failed fsync (issue 16): after an I/O error the files are trusted only as far as their
+// last good fsync, since Linux may drop a failed writeback's dirty pages, earlier ones
+// included, and report later fsyncs as fine. A checkpoint that copies WAL frames while a
+// reader holds an older snapshot writes database pages without an fsync and records them as
+// copied (nBackfill in the shared WAL index); if a later fsync of the database fails, those
+// pages may be gone while the index says they are there, and the next successful checkpoint
+// copies only the newer frames, syncs, and lets the WAL restart over the only copy of the
+// older ones: acknowledged commits lost (found by sqlite_io_fault_test's random faults).
+// So the store checkpoints itself after a commit (SQLite's autocheckpoint ignores a
+// checkpoint's errors) and, after an I/O error in a checkpoint, closes both connections
+// without a checkpoint and reopens them. The first connection to open a WAL database
+// rebuilds the index from the WAL file, and recovery starts nBackfill at 0 (SQLite's
+// wal.c, walIndexRecover), so the next checkpoint copies every committed frame again.
+// Recovery is safe there because a checkpoint runs right after a commit whose fsync
+// succeeded: every valid frame in the WAL is synced. Not after a failed commit: its frames
+// may sit in the WAL unsynced, and recovery would make visible a commit the caller was told
+// failed (acknowledged on a retry as a duplicate, then lost with power). This needs the
+// store's two connections to be the only ones on the file in the process (the lock below
+// keeps other processes out). SQLite's WAL format and recovery:
+// https://sqlite.org/walformat.html; the fsync failure semantics: PostgreSQL's 2018
+// "fsyncgate" analysis (https://wiki.postgresql.org/wiki/Fsync_Errors).
+//
 // Thread safety: one write connection (Apply, serialised by a mutex) and one read
 // connection (reads, serialised by another mutex); WAL lets readers run beside a commit.
 #pragma once
@@ -43,8 +65,8 @@ struct SqliteStoreOptions {
   // (sqlite_fault_vfs.h). Open also uses that VFS when the environment variable
   // DPL_TEST_IO_FAULT_FILE is set (end-to-end fault tests), reading the fault from that file.
   std::string vfs = {};
-  // WAL pages after which a commit checkpoints into the database file; 0: SQLite's default
-  // (1000). Fault tests set a few pages so that faults also hit checkpoints.
+  // WAL pages after which a commit checkpoints into the database file; 0: 1000 (SQLite's
+  // default). Fault tests set a few pages so that faults also hit checkpoints.
   int wal_autocheckpoint_pages = 0;
 };
 
@@ -85,6 +107,12 @@ class SqliteStore final : public Store {
  private:
   SqliteStore() = default;
   absl::Status ApplyOne(const WriteBatch& batch);
+  int CheckpointPages() const;
+  // A PASSIVE checkpoint after a good commit; an I/O error in it reconnects. With write_mu_.
+  void Checkpoint();
+  // Closes both connections without a checkpoint and reopens them (see the header comment).
+  // With write_mu_ held; takes read_mu_. On failure both are null until a later call works.
+  absl::Status Reconnect();
   absl::Status CheckMark(const SqliteStoreOptions& options);  // at Open
   absl::Status CheckPath() const;  // the database file is still the one opened
 
@@ -94,8 +122,10 @@ class SqliteStore final : public Store {
   StoreMark mark_;  // guarded by write_mu_
   std::unique_ptr<StoreMarkFile> mark_file_;
 
+  SqliteStoreOptions options_;  // as opened, for Reconnect
   std::mutex write_mu_;
   sqlite3* write_db_ = nullptr;
+  int wal_frames_ = 0;  // WAL frames after the last commit (OnWalCommit); write_mu_
   std::mutex read_mu_;
   sqlite3* read_db_ = nullptr;
   int schema_version_ = 0;

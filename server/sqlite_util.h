@@ -50,8 +50,12 @@ inline absl::Status Exec(sqlite3* db, std::string_view sql) {
 // an error code.
 class Stmt {
  public:
+  // A null `db` (a store whose reopen failed) gives a statement whose status() is
+  // UNAVAILABLE; binding and stepping it are harmless no-ops that return SQLITE_MISUSE.
   Stmt(sqlite3* db, std::string_view sql) : db_(db) {
-    rc_ = sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr);
+    rc_ = db == nullptr ? SQLITE_CANTOPEN
+                        : sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()),
+                                             &stmt_, nullptr);
   }
   ~Stmt() { sqlite3_finalize(stmt_); }
   Stmt(const Stmt&) = delete;
