@@ -8,14 +8,9 @@
 #include "server/ledger_service.h"
 
 #include <malloc.h>
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define DPL_SANITIZED_HEAP 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define DPL_SANITIZED_HEAP 1
-#endif
-#endif
-#ifdef DPL_SANITIZED_HEAP
+
+#include "core/util/test_support.h"  // DPL_TEST_SANITIZED
+#ifdef DPL_TEST_SANITIZED
 #include <sanitizer/allocator_interface.h>
 #endif
 
@@ -745,7 +740,7 @@ TEST_F(LedgerServiceTest, TheJobCacheCapCountsTheHeapItsJobsHold) {
     return at == std::string::npos ? -1.0 : std::stod(m.substr(at + name.size() + 2));
   };
   auto heap = [] {
-#ifdef DPL_SANITIZED_HEAP
+#ifdef DPL_TEST_SANITIZED
     return static_cast<double>(__sanitizer_get_current_allocated_bytes());
 #else
     const struct mallinfo2 mi = mallinfo2();

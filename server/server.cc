@@ -253,13 +253,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     return absl::UnavailableError(
         absl::StrFormat("cannot listen on '%s' (in use or not an address)", options.listen));
   }
-  if (grpc::HealthCheckServiceInterface* health = s->grpc_server_->GetHealthCheckService()) {
-    health->SetServingStatus(true);
-    health->SetServingStatus("dpledger.v1.Ledger", true);
-  }
-  s->metrics_->SetReady(true);
-  s->watcher_ = std::thread([srv = s.get()] { srv->WatchStore(); });
-
+  // Metrics before readiness: a failed bind must not follow a SERVING health status.
   if (!options.metrics_listen.empty()) {
     // prometheus-cpp (civetweb) reports a bind failure by throwing.
     try {
@@ -271,6 +265,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
           "cannot serve metrics on '%s': %s", options.metrics_listen, e.what()));
     }
   }
+  if (grpc::HealthCheckServiceInterface* health = s->grpc_server_->GetHealthCheckService()) {
+    health->SetServingStatus(true);
+    health->SetServingStatus("dpledger.v1.Ledger", true);
+  }
+  s->metrics_->SetReady(true);
+  s->watcher_ = std::thread([srv = s.get()] { srv->WatchStore(); });
   spdlog::info(
       "dpledgerd listening={} port={} metrics={} tls={} auth={} accountant={} sample_backend={}",
       options.listen, s->port_, options.metrics_listen.empty() ? "-" : options.metrics_listen,

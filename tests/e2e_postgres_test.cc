@@ -258,7 +258,14 @@ TEST_F(PostgresE2eTest, StoppedDatabaseIsUnavailableThenTheSameServerRecovers) {
   for (std::thread& t : clients) t.join();
   ASSERT_EQ(failures.load(), 0);
   ASSERT_EQ(progress.load(), kClients * kUpdates) << "acked before the stop: " << acked_before_stop;
-  EXPECT_TRUE(c->CheckHealth("", 1000).ok());
+  // Health turns SERVING at the store watcher's next ping (every 1 s, after a reconnect
+  // backoff of up to 2 s), which may come after the clients are done: wait up to 20 s.
+  bool serving = false;
+  for (int i = 0; i < 100 && !serving; ++i) {
+    serving = c->CheckHealth("", 1000).ok();
+    if (!serving) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_TRUE(serving) << "health never returned to SERVING after the database came back";
 
   // Every acknowledged update exactly once, in order, with the ack the client was given.
   auto reader = NewClient();

@@ -20,7 +20,7 @@ using ::dpledger::testing::StatusIs;
 using ::testing::HasSubstr;
 
 constexpr double kCapSeconds = 0.2;
-constexpr double kMaxWallSeconds = 5.0;
+constexpr double kMaxWallSeconds = 5.0 * ::dpledger::testing::kSanitizerSlowdown;
 
 struct SlowQuery {
   std::string accountant;
