@@ -235,6 +235,18 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   s->service_ = std::make_unique<GrpcLedgerService>(s->ledger_.get(), s->metrics_.get(),
                                                     initial_tokens, options.grpc, cert_map);
 
+  // Metrics before the gRPC server: the default health service reports SERVING as soon
+  // as that starts, and a failed bind must not follow it.
+  if (!options.metrics_listen.empty()) {
+    // prometheus-cpp (civetweb) reports a bind failure by throwing.
+    try {
+      s->exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_listen);
+      s->exposer_->RegisterCollectable(s->metrics_->registry());
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(absl::StrFormat(
+          "cannot serve metrics on '%s': %s", options.metrics_listen, e.what()));
+    }
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -252,18 +264,6 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   if (!s->grpc_server_ || s->port_ == 0) {
     return absl::UnavailableError(
         absl::StrFormat("cannot listen on '%s' (in use or not an address)", options.listen));
-  }
-  // Metrics before readiness: a failed bind must not follow a SERVING health status.
-  if (!options.metrics_listen.empty()) {
-    // prometheus-cpp (civetweb) reports a bind failure by throwing.
-    try {
-      s->exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_listen);
-      s->exposer_->RegisterCollectable(s->metrics_->registry());
-    } catch (const std::exception& e) {
-      s->grpc_server_->Shutdown();
-      return absl::UnavailableError(absl::StrFormat(
-          "cannot serve metrics on '%s': %s", options.metrics_listen, e.what()));
-    }
   }
   if (grpc::HealthCheckServiceInterface* health = s->grpc_server_->GetHealthCheckService()) {
     health->SetServingStatus(true);

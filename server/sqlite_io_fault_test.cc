@@ -10,6 +10,8 @@
 #include <sqlite3.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <random>
@@ -248,10 +250,30 @@ TEST_F(SqliteIoFaultTest, FailedDatabaseFsyncAfterAPartialCheckpointLosesNoCommi
   ASSERT_EQ(sqlite3_exec(reader, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_close(reader), SQLITE_OK);
   // C3 is durable in the WAL; its checkpoint's fsync of the database file fails.
+  const int64_t faults_before = vfs_.faults_hit();
   vfs_.Inject(IoFault::kSyncError, path_);
   ASSERT_NO_FATAL_FAILURE(AppendOk(3));
-  EXPECT_GT(vfs_.faults_hit(), 0);
+  EXPECT_GT(vfs_.faults_hit(), faults_before);
   vfs_.Clear();
+  // The sequence happened: C2's partial checkpoint had copied job "a" into the database
+  // file, and the failed fsync dropped it (a copy of the file alone, without its WAL).
+  {
+    const std::string copy = dir_.file("db-file-only.db");
+    std::filesystem::copy_file(path_, copy);
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open_v2(copy.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+    int jobs = -1;
+    ASSERT_EQ(sqlite3_exec(
+                  db, "SELECT count(*) FROM jobs WHERE job_id = 'a'",
+                  [](void* out, int, char** v, char**) {
+                    *static_cast<int*>(out) = std::atoi(v[0]);
+                    return 0;
+                  },
+                  &jobs, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+    EXPECT_EQ(jobs, 0) << "the scenario did not happen: 'a' is in the database file";
+  }
   // Good checkpoints again; the WAL restarts.
   for (int64_t seq = 4; seq <= 8; ++seq) ASSERT_NO_FATAL_FAILURE(AppendOk(seq));
   Close();

@@ -23,10 +23,12 @@ using sqlite::Error;
 using sqlite::Exec;
 using sqlite::Stmt;
 
-absl::StatusOr<sqlite3*> OpenConnection(const SqliteStoreOptions& options, bool writer) {
+// `create`: the writer at Open may create the file; a reopen must find the one it had.
+absl::StatusOr<sqlite3*> OpenConnection(const SqliteStoreOptions& options, bool writer,
+                                        bool create = false) {
   sqlite3* db = nullptr;
-  const int flags = (writer ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY) |
-                    SQLITE_OPEN_NOMUTEX;
+  const int flags = (writer ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) |
+                    (writer && create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
   const int rc = sqlite3_open_v2(options.path.c_str(), &db, flags,
                                  options.vfs.empty() ? nullptr : options.vfs.c_str());
   if (rc != SQLITE_OK) {
@@ -48,6 +50,16 @@ int OnWalCommit(void* frames, sqlite3*, const char*, int wal_frames) {
 
 // An error after which a file's state is unknown past its last good fsync.
 bool IsIoError(int rc) { return (rc & 0xff) == SQLITE_IOERR || (rc & 0xff) == SQLITE_FULL; }
+
+// Closes `db` (null: nothing) without SQLite's checkpoint-on-close, which would trust the
+// connection's WAL index (sqlite_store.h, "Failed fsync"). Statements still open are
+// finalized first, so SQLITE_BUSY cannot keep the connection (and the WAL index) alive.
+bool CloseConnection(sqlite3* db) {
+  if (db == nullptr) return true;
+  sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  while (sqlite3_stmt* st = sqlite3_next_stmt(db, nullptr)) sqlite3_finalize(st);
+  return sqlite3_close(db) == SQLITE_OK;
+}
 
 // WAL with synchronous=FULL: each COMMIT fsyncs the WAL, so Apply's OK means durable.
 absl::Status ConfigureWriter(sqlite3* db, int* wal_frames) {
@@ -176,7 +188,8 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
         options.path, lock_path));
   }
   store->options_ = options;
-  absl::StatusOr<sqlite3*> w = OpenConnection(options, /*writer=*/true);
+  store->checkpoint_at_ = store->CheckpointPages();
+  absl::StatusOr<sqlite3*> w = OpenConnection(options, /*writer=*/true, /*create=*/true);
   if (!w.ok()) return w.status();
   store->write_db_ = *w;
   // Integrity first: a damaged file must not be migrated or served.
@@ -249,11 +262,13 @@ absl::Status SqliteStore::CheckPath() const {
 }
 
 SqliteStore::~SqliteStore() {
-  if (read_db_) sqlite3_close(read_db_);
+  CloseConnection(read_db_);
   if (write_db_) {
-    // Fold the WAL back into the database so the directory holds one tidy file.
+    // Fold the WAL back into the database so the directory holds one tidy file. If that
+    // fails, the WAL stays for the next Open's recovery: closing must not checkpoint again
+    // from this connection's index.
     sqlite3_wal_checkpoint_v2(write_db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
-    sqlite3_close(write_db_);
+    CloseConnection(write_db_);
   }
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
@@ -299,8 +314,14 @@ absl::Status SqliteStore::Apply(std::span<const WriteBatch* const> batches) {
   AddCommitted(mark_, batches);
   s = mark_file_->Write(mark_);
   // The group is durable in the WAL; a failed checkpoint leaves it there.
-  if (s.ok() && wal_frames_ >= CheckpointPages()) Checkpoint();
+  if (s.ok() && wal_frames_ >= checkpoint_at_) Checkpoint();
   return s;
+}
+
+absl::Status SqliteStore::Ping() {
+  if (absl::Status s = CheckPath(); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return write_db_ == nullptr ? Reconnect() : absl::OkStatus();
 }
 
 int SqliteStore::CheckpointPages() const {
@@ -308,10 +329,21 @@ int SqliteStore::CheckpointPages() const {
 }
 
 void SqliteStore::Checkpoint() {
-  int wal = 0, copied = 0;
-  const int rc =
-      sqlite3_wal_checkpoint_v2(write_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal, &copied);
-  if (rc == SQLITE_OK) return;
+  int rc;
+  {
+    // No read of this process holds a snapshot meanwhile, so the checkpoint copies the
+    // whole WAL and syncs the database before it records anything as copied.
+    std::lock_guard<std::mutex> reads(read_mu_);
+    rc = sqlite3_wal_checkpoint_v2(write_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
+                                   nullptr);
+  }
+  if (rc == SQLITE_OK) {
+    checkpoint_at_ = CheckpointPages();
+    return;
+  }
+  // Try again only after as many new pages (a disk that keeps failing is not hit at
+  // every commit).
+  checkpoint_at_ = wal_frames_ + CheckpointPages();
   spdlog::warn("sqlite checkpoint of '{}' failed: {} (code {}); the WAL keeps every commit",
                path_, sqlite3_errmsg(write_db_), rc);
   if (IsIoError(rc)) (void)Reconnect();
@@ -319,18 +351,19 @@ void SqliteStore::Checkpoint() {
 
 absl::Status SqliteStore::Reconnect() {
   std::lock_guard<std::mutex> lock(read_mu_);
-  if (read_db_ != nullptr) sqlite3_close(read_db_);
-  read_db_ = nullptr;
-  if (write_db_ != nullptr) {
-    // No checkpoint at close: it would trust the WAL index being discarded.
-    sqlite3_db_config(write_db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-    if (sqlite3_close(write_db_) != SQLITE_OK) {
-      spdlog::error("sqlite: closing the write connection of '{}' failed: {}", path_,
-                    sqlite3_errmsg(write_db_));
-    }
-  }
-  write_db_ = nullptr;
+  // A connection that did not close keeps the old WAL index alive: a reopen would join it
+  // instead of rebuilding it, so the store stops committing.
+  if (!CloseConnection(read_db_) || !CloseConnection(write_db_)) stuck_ = true;
+  read_db_ = write_db_ = nullptr;
   wal_frames_ = 0;
+  if (stuck_) {
+    const absl::Status s = absl::InternalError(absl::StrFormat(
+        "sqlite: a connection to '%s' could not be closed after an I/O error, so its WAL "
+        "index cannot be rebuilt: nothing more is committed until dpledgerd restarts",
+        path_));
+    spdlog::error("{}", std::string(s.message()));
+    return s;
+  }
   absl::StatusOr<sqlite3*> w = OpenConnection(options_, /*writer=*/true);
   absl::Status s = w.status();
   if (s.ok()) {
@@ -342,13 +375,14 @@ absl::Status SqliteStore::Reconnect() {
     s = r.status();
     if (s.ok()) read_db_ = *r;
   }
+  if (s.ok()) s = CheckPath();  // the file it found is the one it had
   if (!s.ok()) {
     // Both or neither: a writer without its configuration must not commit.
-    if (read_db_ != nullptr) sqlite3_close(read_db_);
-    if (write_db_ != nullptr) sqlite3_close(write_db_);
+    CloseConnection(read_db_);
+    CloseConnection(write_db_);
     read_db_ = write_db_ = nullptr;
     spdlog::error("sqlite: reopening '{}' after an I/O error failed: {}; retried at the "
-                  "next commit",
+                  "next commit or health check",
                   path_, s.ToString());
     return s;
   }

@@ -24,16 +24,22 @@
 // copies only the newer frames, syncs, and lets the WAL restart over the only copy of the
 // older ones: acknowledged commits lost (found by sqlite_io_fault_test's random faults).
 // So the store checkpoints itself after a commit (SQLite's autocheckpoint ignores a
-// checkpoint's errors) and, after an I/O error in a checkpoint, closes both connections
-// without a checkpoint and reopens them. The first connection to open a WAL database
-// rebuilds the index from the WAL file, and recovery starts nBackfill at 0 (SQLite's
-// wal.c, walIndexRecover), so the next checkpoint copies every committed frame again.
-// Recovery is safe there because a checkpoint runs right after a commit whose fsync
-// succeeded: every valid frame in the WAL is synced. Not after a failed commit: its frames
-// may sit in the WAL unsynced, and recovery would make visible a commit the caller was told
-// failed (acknowledged on a retry as a duplicate, then lost with power). This needs the
-// store's two connections to be the only ones on the file in the process (the lock below
-// keeps other processes out). SQLite's WAL format and recovery:
+// checkpoint's errors), with its reads held off meanwhile: no snapshot of this process is
+// open, so the checkpoint copies the whole WAL and syncs the database before it records
+// anything as copied (nBackfill then only moves after a good fsync; the next writer
+// restarts the WAL). A partial checkpoint can still happen if another process reads the
+// file (a sqlite3 shell, a backup tool). After an I/O error in a checkpoint the store closes
+// both connections without SQLite's checkpoint-on-close and reopens them: the first
+// connection of any process to map the WAL index (it takes the index's DMS lock) rebuilds
+// it from the WAL file, and recovery starts nBackfill at 0 (SQLite's wal.c,
+// walIndexRecover), so the next checkpoint copies every committed frame again. Recovery is
+// safe there because a checkpoint runs right after a commit whose fsync succeeded: every
+// valid frame in the WAL is synced. Not after a failed commit: its frames may sit in the
+// WAL unsynced, and recovery would make visible a commit the caller was told failed
+// (acknowledged on a retry as a duplicate, then lost with power). The rebuild needs the
+// store's connections to be the only ones on the file: the lock below keeps other
+// dpledgerd processes out, not other SQLite programs, which must not hold the file open
+// while dpledgerd runs. SQLite's WAL format and recovery:
 // https://sqlite.org/walformat.html; the fsync failure semantics: PostgreSQL's 2018
 // "fsyncgate" analysis (https://wiki.postgresql.org/wiki/Fsync_Errors).
 //
@@ -98,8 +104,9 @@ class SqliteStore final : public Store {
   absl::StatusOr<int64_t> CountReleases(const JobKey& key) override;
   absl::StatusOr<std::optional<std::string>> LastReleaseChain(const JobKey& key) override;
   absl::Status CheckIntegrity(bool full) override;
-  // Readiness fails once the database file was deleted or replaced (CheckPath).
-  absl::Status Ping() override { return CheckPath(); }
+  // Readiness fails once the database file was deleted or replaced (CheckPath), or while
+  // the connections are closed after a failed reopen (which Ping retries).
+  absl::Status Ping() override;
 
   int schema_version() const { return schema_version_; }
   const std::string& store_id() const { return mark_.store_id; }
@@ -108,7 +115,8 @@ class SqliteStore final : public Store {
   SqliteStore() = default;
   absl::Status ApplyOne(const WriteBatch& batch);
   int CheckpointPages() const;
-  // A PASSIVE checkpoint after a good commit; an I/O error in it reconnects. With write_mu_.
+  // A checkpoint after a good commit, reads held off; an I/O error in it reconnects. With
+  // write_mu_; takes read_mu_.
   void Checkpoint();
   // Closes both connections without a checkpoint and reopens them (see the header comment).
   // With write_mu_ held; takes read_mu_. On failure both are null until a later call works.
@@ -126,6 +134,8 @@ class SqliteStore final : public Store {
   std::mutex write_mu_;
   sqlite3* write_db_ = nullptr;
   int wal_frames_ = 0;  // WAL frames after the last commit (OnWalCommit); write_mu_
+  int checkpoint_at_ = 1000;  // checkpoint once wal_frames_ reaches it; write_mu_
+  bool stuck_ = false;  // a connection could not be closed (Reconnect); write_mu_
   std::mutex read_mu_;
   sqlite3* read_db_ = nullptr;
   int schema_version_ = 0;

@@ -62,6 +62,11 @@ class Stmt {
   Stmt& operator=(const Stmt&) = delete;
 
   absl::Status status() const {
+    if (db_ == nullptr) {
+      return absl::UnavailableError(
+          "sqlite: the store has no open connection (its reopen after an I/O error failed; "
+          "it retries at the next commit or health check)");
+    }
     return rc_ == SQLITE_OK ? absl::OkStatus() : Error(db_, rc_, "prepare");
   }
   Stmt& Bind(int i, std::string_view v) {
