@@ -353,7 +353,8 @@ absl::Status SqliteStore::Reconnect() {
   std::lock_guard<std::mutex> lock(read_mu_);
   // A connection that did not close keeps the old WAL index alive: a reopen would join it
   // instead of rebuilding it, so the store stops committing.
-  if (!CloseConnection(read_db_) || !CloseConnection(write_db_)) stuck_ = true;
+  const bool read_closed = CloseConnection(read_db_);
+  if (!CloseConnection(write_db_) || !read_closed) stuck_ = true;
   read_db_ = write_db_ = nullptr;
   wal_frames_ = 0;
   if (stuck_) {
