@@ -149,6 +149,11 @@ const sqlite3_io_methods kIoMethods = {
 
 int Open(sqlite3_vfs* vfs, const char* name, sqlite3_file* file, int flags, int* out_flags) {
   FaultFile* f = reinterpret_cast<FaultFile*>(file);
+  f->base.pMethods = nullptr;  // SQLite closes nothing of a failed open
+  if ((flags & SQLITE_OPEN_MAIN_DB) != 0 && State().opens_fail()) {
+    State().CountFault();
+    return SQLITE_CANTOPEN;
+  }
   f->real = reinterpret_cast<sqlite3_file*>(f + 1);
   f->path = name;
   const int rc = Root(vfs)->xOpen(Root(vfs), name, f->real, flags, out_flags);
@@ -263,6 +268,16 @@ IoFault SqliteFaultVfs::CurrentFault(const char* path) {
   return fault_;
 }
 
+void SqliteFaultVfs::FailOpens(bool fail) {
+  std::lock_guard<std::mutex> l(mu_);
+  opens_fail_ = fail;
+}
+
+bool SqliteFaultVfs::opens_fail() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return opens_fail_;
+}
+
 bool SqliteFaultVfs::crashed() const {
   std::lock_guard<std::mutex> l(mu_);
   return crashed_;
@@ -345,6 +360,7 @@ void SqliteFaultVfs::Reset() {
   fault_path_.clear();
   control_file_.clear();
   faults_hit_ = 0;
+  opens_fail_ = false;
 }
 
 }  // namespace dpledger::server

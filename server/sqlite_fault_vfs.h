@@ -55,6 +55,9 @@ class SqliteFaultVfs {
   // Read the fault from `path` before each write and sync ("" stops): the end-to-end seam.
   void SetControlFile(std::string path);
 
+  // While set, opening a database file fails (SQLITE_CANTOPEN), beside any fault above.
+  void FailOpens(bool fail);
+  bool opens_fail() const;
   bool crashed() const;
   int64_t faults_hit() const;  // calls failed so far
   // Restores every file written since its last successful sync to that state (old bytes
@@ -88,6 +91,7 @@ class SqliteFaultVfs {
   std::string fault_path_;  // "" every file
   std::string control_file_;
   bool crashed_ = false;
+  bool opens_fail_ = false;
   int64_t faults_hit_ = 0;
   std::map<std::string, std::vector<Undo>> unsynced_;  // by path, oldest first
 };

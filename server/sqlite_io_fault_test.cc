@@ -287,6 +287,32 @@ TEST_F(SqliteIoFaultTest, FailedDatabaseFsyncAfterAPartialCheckpointLosesNoCommi
   ExpectStoredLedger(8);
 }
 
+// A reopen after a failed checkpoint that fails itself: the commit that preceded it stays
+// acknowledged; reads, commits and readiness answer UNAVAILABLE (no crash) until the
+// database can be opened again, then the health check's retry reconnects and the service
+// goes on from where it was.
+TEST_F(SqliteIoFaultTest, AFailedReopenIsUnavailableUntilTheDatabaseOpensAgain) {
+  Close();
+  checkpoint_pages_ = 1;
+  ASSERT_NO_FATAL_FAILURE(Open());
+  ASSERT_NO_FATAL_FAILURE(AppendOk(1));
+  vfs_.FailOpens(true);
+  vfs_.Inject(IoFault::kSyncError, path_);  // the checkpoint's fsync of the database
+  ASSERT_NO_FATAL_FAILURE(AppendOk(2));
+  vfs_.Clear();
+  EXPECT_THAT(store_->ListUpdates({"default", "j"}, 0, 10),
+              StatusIs(Code::kUnavailable, HasSubstr("no open connection")));
+  EXPECT_THAT(store_->Ping(), StatusIs(Code::kUnavailable, HasSubstr("unable to open")));
+  EXPECT_THAT(Append(3), StatusIs(Code::kUnavailable, HasSubstr("unable to open")));
+  vfs_.FailOpens(false);
+  EXPECT_THAT(store_->Ping(), IsOk());
+  absl::StatusOr<std::vector<UpdateRow>> rows = store_->ListUpdates({"default", "j"}, 0, 10);
+  ASSERT_THAT(rows, IsOk());
+  EXPECT_EQ(rows->size(), 2u);
+  ASSERT_NO_FATAL_FAILURE(AppendOk(3));
+  ExpectStoredLedger(3);
+}
+
 // Faults switched at random (fixed seed) under concurrent writers and group commit, then a
 // crash between write and fsync: every acknowledged update is stored as acknowledged, each
 // job's ledger is contiguous, and nothing beyond what was sent is stored.
