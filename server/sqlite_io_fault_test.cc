@@ -71,6 +71,12 @@ class SqliteIoFaultTest : public ::testing::Test {
     store_ = *std::move(store);
     service_ = std::make_unique<LedgerService>(store_.get(), options_);
   }
+  // Every commit then checkpoints (1 WAL page), so faults on the database file hit them.
+  void ReopenCheckpointingEveryCommit() {
+    Close();
+    checkpoint_pages_ = 1;
+    Open();
+  }
   void Close() {
     service_.reset();
     store_.reset();
@@ -229,11 +235,9 @@ TEST_F(SqliteIoFaultTest, CrashDuringAGroupCommitLosesNoAcknowledgedUpdate) {
 // copied; a later fsync of the database file fails, which drops them; the next good
 // checkpoint copies only newer frames and the WAL restarts over the only copy. Here the
 // commit is CreateJob("a") (the jobs table) and the later ones append to "j" (the updates
-// table), so no later frame carries the lost page. Every commit checkpoints (1 page).
+// table), so no later frame carries the lost page.
 TEST_F(SqliteIoFaultTest, FailedDatabaseFsyncAfterAPartialCheckpointLosesNoCommit) {
-  Close();
-  checkpoint_pages_ = 1;
-  ASSERT_NO_FATAL_FAILURE(Open());
+  ASSERT_NO_FATAL_FAILURE(ReopenCheckpointingEveryCommit());
   ASSERT_NO_FATAL_FAILURE(AppendOk(1));
   // C1's checkpoint fails at its first write to the database file: C1 stays in the WAL only.
   vfs_.Inject(IoFault::kWriteError, path_);
@@ -292,9 +296,7 @@ TEST_F(SqliteIoFaultTest, FailedDatabaseFsyncAfterAPartialCheckpointLosesNoCommi
 // database can be opened again, then the health check's retry reconnects and the service
 // goes on from where it was.
 TEST_F(SqliteIoFaultTest, AFailedReopenIsUnavailableUntilTheDatabaseOpensAgain) {
-  Close();
-  checkpoint_pages_ = 1;
-  ASSERT_NO_FATAL_FAILURE(Open());
+  ASSERT_NO_FATAL_FAILURE(ReopenCheckpointingEveryCommit());
   ASSERT_NO_FATAL_FAILURE(AppendOk(1));
   vfs_.FailOpens(true);
   vfs_.Inject(IoFault::kSyncError, path_);  // the checkpoint's fsync of the database
